@@ -1,0 +1,1 @@
+"""The shared compiler core: preprocess, parse, analyze.  No Jupyter or CuPy here."""

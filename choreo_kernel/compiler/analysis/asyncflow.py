@@ -1,0 +1,480 @@
+"""The futures and events rules of futures.md and events.md, one function per rule.
+
+Futures are checked flow-sensitively: each future variable carries the set of
+states it may be in on some path (pending, used by `after`, waited,
+published to an event, synchronous, placeholder), so a second wait on the
+same dynamic instance is caught on any path, while a swap/rotation pipeline
+that waits one symbol at several sites stays clean.  Loops are walked twice
+so loop-carried mistakes (a future overwritten before it was consumed) show.
+Events are checked over the whole function: who triggers them, how rings are
+indexed, and whether a ring's order restarts while its events live on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.levels import const_int
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text, walk_expr
+from choreo_kernel.compiler.analysis.values import Event, Future, FutureInfo, Symbol
+from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
+
+PENDING = "pending"  # issued, not yet consumed
+USED = "used"  # issued and named in an `after` clause: consumed for the never-consumed rule
+WAITED = "waited"
+PUBLISHED = "published"
+SYNCHRONOUS = "synchronous"
+PLACEHOLDER = "placeholder"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One state a future variable may be in, and the statements that put it there."""
+
+    status: str
+    producer: ast.OperationStmt
+    by: ast.Stmt | None = None
+    event: str | None = None
+
+
+State = dict[Symbol, frozenset[Fact]]
+
+
+@dataclass(frozen=True)
+class EventUse:
+    event: Symbol
+    form: str  # "plain", "index", "at"
+    expr: ast.Expr
+    statement: ast.Stmt
+    is_trigger: bool
+    loops: tuple[ast.Stmt, ...]
+
+
+class AsyncFlow:
+    def __init__(self, info: FunctionInfo, sink: DiagnosticSink, target: str) -> None:
+        self.info = info
+        self.sink = sink
+        self.target = target
+        self.loops_at: dict[int, tuple[ast.Stmt, ...]] = {}
+        self.event_uses: list[EventUse] = []
+        self.constant_resets: list[tuple[Symbol, tuple[ast.Stmt, ...]]] = []
+
+    def run(self) -> None:
+        body = self.info.function.body
+        self._collect(body, ())
+        self._check_events()
+        self._block(body.body, {})
+
+    def _hopper_rule(self, message: str, span: object, *notes: Note) -> None:
+        if self.target == "cuda":
+            self.sink.error(message, span, *notes)  # type: ignore[arg-type]
+        else:
+            self.sink.warning(f"would not run on CUDA: {message}", span, *notes)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------ whole-function facts
+
+    def _collect(self, stmt: ast.Stmt, loops: tuple[ast.Stmt, ...]) -> None:
+        self.loops_at[id(stmt)] = loops
+        if isinstance(stmt, (ast.Wait, ast.Trigger)):
+            for target in stmt.targets:
+                use = self._event_use(target, stmt, isinstance(stmt, ast.Trigger), loops)
+                if use is not None:
+                    self.event_uses.append(use)
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
+            symbol = self.info.symbol_of.get(id(stmt.target))
+            if symbol is not None and symbol.mutable and const_int(stmt.value) is not None:
+                self.constant_resets.append((symbol, loops))
+        inner = (*loops, stmt) if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)) else loops
+        for child in _children(stmt):
+            self._collect(child, inner)
+
+    def _event_use(
+        self, expr: ast.Expr, stmt: ast.Stmt, is_trigger: bool, loops: tuple[ast.Stmt, ...]
+    ) -> EventUse | None:
+        form = "plain"
+        root = expr
+        if isinstance(expr, ast.Method) and expr.name == "at":
+            form, root = "at", expr.value
+        while isinstance(root, ast.Index):
+            form, root = "index", root.value
+        symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        if symbol is None or not isinstance(symbol.value, Event):
+            return None
+        return EventUse(symbol, form, expr, stmt, is_trigger, loops)
+
+    def _check_events(self) -> None:
+        triggered = {use.event for use in self.event_uses if use.is_trigger}
+        ring_events = {use.event for use in self.event_uses if use.form == "at"}
+        for use in self.event_uses:
+            event = use.event
+            assert isinstance(event.value, Event)
+            if not use.is_trigger:
+                self._check_deadlock(use, event in triggered)
+            if use.form == "at":
+                self._check_ring_use(use)
+            elif use.form == "index" and event in ring_events:
+                self.sink.error(
+                    f"'{expr_text(use.expr)}' indexes a physical slot of '{event.name}', but '{event.name}' is a "
+                    f"ring used with '.at(order)' elsewhere: '[i]' is a physical slot and '.at(order)' a logical "
+                    f"order (slot order % N, phase (order / N) % 2); write '{event.name}.at(...)' here too",
+                    use.expr.span,
+                )
+            elif use.form == "plain" and event.value.dims:
+                self.sink.error(
+                    f"'{event.name}' is an event array: name one event, '{event.name}[i]' or '{event.name}.at(order)'",
+                    use.expr.span,
+                )
+
+    def _check_deadlock(self, use: EventUse, triggered: bool) -> None:
+        """A wait on an event that no path ever triggers, and that is not `= ready`, never returns."""
+        event = use.event
+        assert isinstance(event.value, Event)
+        if triggered or event.value.ready:
+            return
+        self.sink.error(
+            f"certain deadlock: '{event.name}' is never triggered by any path and is not '= ready', "
+            "so this wait blocks forever",
+            use.statement.span,
+            Note(f"'{event.name}' is declared here", event.span),  # type: ignore[arg-type]
+        )
+
+    def _check_ring_use(self, use: EventUse) -> None:
+        """`.at(order)` needs a one-dimensional event array and an order that keeps its phase."""
+        event = use.event
+        assert isinstance(event.value, Event) and isinstance(use.expr, ast.Method)
+        dims = event.value.dims
+        if not dims:
+            self.sink.error(
+                f"'.at(order)' on '{event.name}', which is a single event, not an event array: '.at' selects "
+                f"a generation of a ring 'event {event.name}[N]'; wait on '{event.name}' itself instead",
+                use.expr.span,
+            )
+            return
+        if len(dims) > 1:
+            self.sink.error(
+                f"'{event.name}' has {len(dims)} dimensions, but a cyclic event ring used with '.at(order)' "
+                "is one-dimensional",
+                use.expr.span,
+            )
+            return
+        if len(use.expr.args) != 1:
+            self.sink.error("'.at(order)' on an event ring takes one order", use.expr.span)
+            return
+        order = use.expr.args[0]
+        size = dims[0]
+        if isinstance(order, ast.Binary) and order.op == "%" and const_int(order.right) == size:
+            self.sink.error(
+                f"'{expr_text(use.expr)}' reduces the order modulo the ring size {size}, which discards the "
+                f"phase: pass the order itself (slot and phase are derived from it) or keep it modulo "
+                f"{2 * size} (2N)",
+                order.span,
+            )
+            return
+        self._check_restart(use, order, size)
+
+    def _check_restart(self, use: EventUse, order: ast.Expr, size: object) -> None:
+        """An order that restarts from zero while the ring's events persist desynchronizes the phases."""
+        event = use.event
+        declared_in = set(map(id, self.loops_at.get(id(event.declaration), ())))
+        for name, loop in self._restarting_sources(order, declared_in, size, set()):
+            line = loop.span.line
+            self.sink.error(
+                f"the order of ring '{event.name}' restarts: '{name}' starts again from zero on every "
+                f"iteration of the loop at line {line}, while the events of '{event.name}' live on, so the "
+                f"slot phases desynchronize and the GPU deadlocks; order by a value that keeps growing "
+                f"(for example 'outer * count + {name}')",
+                use.expr.span,
+            )
+            return
+
+    def _restarting_sources(
+        self, expr: ast.Expr, declared_in: set[int], size: object, seen: set[int]
+    ) -> Iterator[tuple[str, ast.Stmt]]:
+        for node in walk_expr(expr):
+            if not isinstance(node, ast.Name):
+                continue
+            symbol = self.info.symbol_of.get(id(node))
+            if symbol is None or id(symbol) in seen:
+                continue
+            seen.add(id(symbol))
+            declaration = symbol.declaration
+            if symbol.origin == "foreach" and isinstance(declaration, ast.Stmt):
+                outer = self._restarting_loop(declaration, declared_in)
+                if outer is not None and not _trip_is_multiple(declaration, size):
+                    yield symbol.name, outer
+            elif symbol.mutable and isinstance(declaration, ast.Stmt):
+                outer = self._restarting_loop(declaration, declared_in, inclusive=False)
+                if outer is not None:
+                    yield symbol.name, outer
+                for reset_symbol, loops in self.constant_resets:
+                    if reset_symbol is symbol:
+                        restarting = [loop for loop in loops if id(loop) not in declared_in]
+                        if restarting:
+                            yield symbol.name, restarting[-1]
+            elif isinstance(declaration, (ast.ScalarDecl, ast.Assign)):
+                init = declaration.init if isinstance(declaration, ast.ScalarDecl) else declaration.value
+                if init is not None:
+                    yield from self._restarting_sources(init, declared_in, size, seen)
+
+    def _restarting_loop(
+        self, stmt: ast.Stmt, declared_in: set[int], inclusive: bool = False
+    ) -> ast.Stmt | None:
+        """The innermost loop around `stmt` that lies inside the ring's lifetime and may run twice."""
+        for loop in reversed(self.loops_at.get(id(stmt), ())):
+            if id(loop) in declared_in:
+                return None
+            trips = _trip_count(loop)
+            if trips is None or trips > 1:
+                return loop
+        return None
+
+    # ------------------------------------------------------------ future flow
+
+    def _block(self, statements: Sequence[ast.Stmt], state: State) -> State:
+        state = dict(state)
+        before = set(state)
+        for stmt in statements:
+            state = self._statement(stmt, state)
+        for symbol in [s for s in state if s not in before]:
+            self._report_unconsumed(state.pop(symbol))
+        return state
+
+    def _body(self, stmt: ast.Stmt, state: State) -> State:
+        return self._block(stmt.body if isinstance(stmt, ast.Block) else (stmt,), state)
+
+    def _statement(self, stmt: ast.Stmt, state: State) -> State:
+        if isinstance(stmt, ast.OperationStmt):
+            return self._operation(stmt, state)
+        if isinstance(stmt, ast.Wait):
+            for target in stmt.targets:
+                symbol = self._future_symbol(target)
+                if symbol is not None:
+                    state[symbol] = self._wait(symbol, stmt, target, state.get(symbol, frozenset()))
+            return state
+        if isinstance(stmt, ast.Trigger):
+            return self._trigger(stmt, state)
+        if isinstance(stmt, ast.ExprStmt):
+            return self._rotate(stmt.expr, state)
+        if isinstance(stmt, ast.If):
+            then = self._body(stmt.then, state)
+            otherwise = self._body(stmt.otherwise, state) if stmt.otherwise is not None else state
+            return _join(then, otherwise)
+        if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
+            first = self._body(stmt.body, state)
+            second = self._body(stmt.body, _join(state, first))
+            return _join(state, second)
+        if isinstance(stmt, (ast.Parallel, ast.InThreads, ast.With)):
+            return self._body(stmt.body, state)
+        if isinstance(stmt, ast.Block):
+            return self._block(stmt.body, state)
+        if isinstance(stmt, ast.Unsupported) and stmt.inner is not None:
+            return self._statement(stmt.inner, state)
+        return state
+
+    def _future_symbol(self, expr: ast.Expr) -> Symbol | None:
+        symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
+
+    def _operation(self, stmt: ast.OperationStmt, state: State) -> State:
+        operation = stmt.operation
+        info = self.info.operations.get(id(stmt))
+        for item in operation.after:
+            symbol = self._future_symbol(item)
+            if symbol is not None:
+                state[symbol] = frozenset(
+                    Fact(USED, f.producer) if f.status == PENDING else f
+                    for f in state.get(symbol, frozenset())
+                )
+        if info is None or info.kind not in ("dma", "tma-load", "tma-store", "mma", "placeholder"):
+            return state
+        if stmt.result is None:
+            self._check_named(stmt, info)
+            return state
+        symbol = self.info.futures.get(id(stmt))
+        if symbol is None:
+            return state
+        self._report_unconsumed(state.get(symbol, frozenset()))
+        status = PLACEHOLDER if info.kind == "placeholder" else PENDING if info.is_async else SYNCHRONOUS
+        state[symbol] = frozenset({Fact(status, stmt)})
+        return state
+
+    def _check_named(self, stmt: ast.OperationStmt, info: FutureInfo) -> None:
+        """Async work must be named: an unnamed future can never be waited or bound."""
+        if info.is_async and info.kind != "placeholder":
+            self.sink.error(
+                f"the future of this '{stmt.operation.text}' has no name, so it can never be waited or bound "
+                f"and nothing can safely read its result: name it ('f = {stmt.operation.text} ...; wait f;') "
+                "or drop '.async'",
+                stmt.span,
+            )
+
+    def _report_unconsumed(self, facts: frozenset[Fact]) -> None:
+        """Every async future must be consumed: waited, bound with `trigger ... after`, or rotated."""
+        for fact in facts:
+            if fact.status != PENDING:
+                continue
+            name = fact.producer.result.id if fact.producer.result else "?"
+            self.sink.error(
+                f"the future '{name}' of this '{fact.producer.operation.text}' is never consumed: wait it "
+                f"('wait {name};'), bind it to an event ('trigger E after {name};') or rotate it with swap",
+                fact.producer.span,
+            )
+
+    def _wait(
+        self, symbol: Symbol, stmt: ast.Stmt, target: ast.Expr, facts: frozenset[Fact]
+    ) -> frozenset[Fact]:
+        """A dynamic future instance is waited once; a published future is waited through its event."""
+        for fact in sorted(facts, key=lambda f: f.by.span.line if f.by else 0):
+            if fact.status == SYNCHRONOUS:
+                self.sink.error(
+                    f"'{symbol.name}' is the future of a synchronous '{fact.producer.operation.text}', which has "
+                    "completed by the end of its statement: there is nothing to wait for",
+                    target.span,
+                    Note(f"'{symbol.name}' is made here", fact.producer.span),
+                )
+                return facts
+            if fact.status == WAITED and fact.by is not None:
+                self.sink.error(
+                    f"future '{symbol.name}' was already waited at line {fact.by.span.line}; a dynamic future "
+                    "instance is waited once (to share one completion, publish an event and wait on it)",
+                    target.span,
+                    Note(f"'{symbol.name}' was first waited here", fact.by.span),
+                )
+                return facts
+            if fact.status == PUBLISHED and fact.by is not None:
+                self.sink.error(
+                    f"future '{symbol.name}' was published to event '{fact.event}' at line {fact.by.span.line}; "
+                    f"wait on the event ('wait {fact.event};') instead of the future",
+                    target.span,
+                    Note("the future is published here", fact.by.span),
+                )
+                return facts
+        return frozenset(Fact(WAITED, f.producer, stmt) for f in facts)
+
+    def _trigger(self, stmt: ast.Trigger, state: State) -> State:
+        if not stmt.after:
+            return state
+        names = ", ".join(expr_text(t) for t in stmt.targets)
+        if len(stmt.targets) > 1:
+            self.sink.error(
+                f"'trigger {names} after ...' binds several events; a future is published once: bind one event "
+                "and let every consumer wait on it",
+                stmt.span,
+            )
+        for target in stmt.targets:
+            use = self._event_use(target, stmt, True, ())
+            if use is not None and isinstance(use.event.value, Event) and use.event.value.storage != "shared":
+                self.sink.error(
+                    f"'trigger {expr_text(target)} after ...': '{use.event.name}' is a {use.event.value.storage} "
+                    "event, but an operation's completion can only be bound to one shared event",
+                    target.span,
+                )
+        event = expr_text(stmt.targets[0])
+        for item in stmt.after:
+            symbol = self._future_symbol(item)
+            if symbol is None:
+                continue
+            facts = state.get(symbol, frozenset())
+            self._check_bindable(symbol, item, facts, stmt, event)
+            state[symbol] = frozenset(Fact(PUBLISHED, f.producer, stmt, event) for f in facts)
+        return state
+
+    def _check_bindable(
+        self, symbol: Symbol, item: ast.Expr, facts: frozenset[Fact], stmt: ast.Trigger, event: str
+    ) -> None:
+        """`trigger E after F` needs an operation that completes on an event by itself: a TMA load."""
+        name = symbol.name
+        instead = f"write 'wait {name}; trigger {event};' instead"
+        for fact in facts:
+            info = self.info.operations.get(id(fact.producer))
+            kind = info.kind if info else ""
+            if fact.status == WAITED and fact.by is not None:
+                self.sink.error(
+                    f"future '{name}' was already waited at line {fact.by.span.line}, so nothing is left to bind: "
+                    f"write 'trigger {event};'",
+                    item.span,
+                    Note(f"'{name}' is waited here", fact.by.span),
+                )
+            elif fact.status == PUBLISHED and fact.by is not None:
+                self.sink.error(
+                    f"future '{name}' was already bound to event '{fact.event}' at line {fact.by.span.line}; a "
+                    f"future is published once: let every consumer wait on '{fact.event}'",
+                    item.span,
+                    Note(f"'{name}' is bound here", fact.by.span),
+                )
+            elif fact.status == SYNCHRONOUS:
+                self.sink.error(
+                    f"'{name}' is the future of a synchronous operation, complete at the end of its statement: "
+                    f"write 'trigger {event};'",
+                    item.span,
+                )
+            elif kind == "mma":
+                self.sink.error(
+                    f"'trigger {event} after {name}': '{name}' is an MMA operation future, and WGMMA has no "
+                    f"native completion event; {instead}",
+                    stmt.span,
+                )
+            elif kind == "tma-store":
+                self.sink.error(
+                    f"'trigger {event} after {name}': '{name}' is a TMA store (shared to global); only "
+                    f"global-to-shared TMA loads can complete an event; {instead}",
+                    stmt.span,
+                )
+            elif kind == "dma":
+                self._hopper_rule(
+                    f"'trigger {event} after {name}': '{name}' is a plain async copy (dma.copy), which has no "
+                    f"native completion event on CUDA; {instead}",
+                    stmt.span,
+                )
+            elif kind == "placeholder":
+                self.sink.error(
+                    f"'{name}' is a placeholder future (dma.any); it has no operation to bind", item.span
+                )
+            else:
+                continue
+            return
+
+    def _rotate(self, expr: ast.Expr, state: State) -> State:
+        """`swap(a, b)` and `rotate(a, b, c)` move the futures (and their states) between names."""
+        if not (isinstance(expr, ast.Call) and isinstance(expr.callee, ast.Name)):
+            return state
+        if expr.callee.id not in ("swap", "rotate"):
+            return state
+        symbols = [self._future_symbol(arg) for arg in expr.args]
+        if any(s is None for s in symbols) or len(symbols) < 2:
+            return state
+        facts = [state.get(s, frozenset()) for s in symbols if s is not None]
+        rotated = facts[1:] + facts[:1]
+        for symbol, new in zip(symbols, rotated):
+            assert symbol is not None
+            state[symbol] = new
+        return state
+
+
+def _join(a: State, b: State) -> State:
+    joined = dict(a)
+    for symbol, facts in b.items():
+        joined[symbol] = joined.get(symbol, frozenset()) | facts
+    return joined
+
+
+def _children(stmt: ast.Stmt) -> Iterator[ast.Stmt]:
+    for value in vars(stmt).values():
+        if isinstance(value, ast.Stmt):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (item for item in value if isinstance(item, ast.Stmt))
+
+
+def _trip_count(loop: ast.Stmt) -> int | None:
+    if isinstance(loop, ast.Foreach):
+        return const_int(loop.extent)
+    return None
+
+
+def _trip_is_multiple(loop: ast.Stmt, size: object) -> bool:
+    """A restart is harmless when the loop always runs a multiple of 2N iterations."""
+    trips = _trip_count(loop)
+    return isinstance(trips, int) and isinstance(size, int) and trips > 0 and trips % (2 * size) == 0

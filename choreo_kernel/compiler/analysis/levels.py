@@ -1,0 +1,196 @@
+"""Parallel levels: filling in missing annotations and checking that the nest can be built.
+
+Levels from outermost to innermost are block > group-4 > group > thread
+(language.md 4.1).  A lone unannotated `parallel by N` is N threads in one
+block; in a nest an unannotated outermost level is `block` and an
+unannotated innermost level is `thread`.  Below the block, thread counts
+multiply into the block size, which must suit the warpgroup/warp levels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.scope import LEVEL_RANK, THREADS_PER_UNIT, Context
+from choreo_kernel.compiler.diagnostics import DiagnosticSink
+
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def inner_parallels(stmt: ast.Stmt) -> Iterator[ast.Parallel]:
+    """The parallel statements nested in `stmt` that are not inside another nested parallel."""
+    if isinstance(stmt, ast.Parallel):
+        yield stmt
+        return
+    for child in _children(stmt):
+        yield from inner_parallels(child)
+
+
+def _children(stmt: ast.Stmt) -> Iterator[ast.Stmt]:
+    for value in vars(stmt).values():
+        if isinstance(value, ast.Stmt):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (item for item in value if isinstance(item, ast.Stmt))
+
+
+def fill_levels(stmt: ast.Parallel, context: Context, sink: DiagnosticSink | None = None) -> tuple[str, ...]:
+    """The level of each clause of `stmt`, annotated or inferred; reports nesting errors to `sink`."""
+    enclosing = context.in_parallel
+    nested = any(True for child in _children(stmt) for _ in inner_parallels(child))
+    last = len(stmt.clauses) - 1
+    outer = list(context.level_names)
+    filled: list[str] = []
+    for index, clause in enumerate(stmt.clauses):
+        level = clause.level
+        if level is None:
+            if not enclosing and index == 0 and (nested or last > 0):
+                level = "block"
+            elif (index == last and not nested) or (not enclosing and index == 0):
+                level = "thread"
+            else:
+                level = "thread"
+                if sink is not None:
+                    sink.error(
+                        "cannot infer the level of this parallel between others; annotate it with ': block', "
+                        "': group-4', ': group' or ': thread'",
+                        clause.span,
+                    )
+        elif level not in LEVEL_RANK or level == "cluster":
+            if sink is not None:
+                sink.error(
+                    f"unknown parallel level '{level}'; the levels are block, group-4, group and thread",
+                    clause.level_span or clause.span,
+                )
+            level = "thread"
+        if sink is not None:
+            _check_nesting(level, outer, clause, sink)
+        outer.append(level)
+        filled.append(level)
+    if sink is not None:
+        _check_thread_units(stmt, tuple(filled), sink)
+    return tuple(filled)
+
+
+def _check_nesting(level: str, outer: list[str], clause: ast.ParallelClause, sink: DiagnosticSink) -> None:
+    for enclosing in reversed(outer):
+        rank, outer_rank = LEVEL_RANK[level], LEVEL_RANK[enclosing]
+        if rank < outer_rank or (rank == outer_rank and level != "thread"):
+            sink.error(
+                f"a '{level}' level cannot be nested inside a '{enclosing}' level: levels go "
+                "block > group-4 > group > thread, outermost first",
+                clause.level_span or clause.span,
+            )
+            return
+
+
+def const_int(expr: ast.Expr) -> int | None:
+    """The value of a compile-time integer expression made of literals (macros are expanded)."""
+    if isinstance(expr, ast.IntLiteral):
+        return expr.value
+    if isinstance(expr, ast.Paren):
+        return const_int(expr.inner)
+    if isinstance(expr, ast.Unary) and expr.op == "-":
+        value = const_int(expr.operand)
+        return -value if value is not None else None
+    if isinstance(expr, ast.Binary) and expr.op in ("+", "-", "*", "/", "%", "<<", ">>"):
+        left, right = const_int(expr.left), const_int(expr.right)
+        if left is None or right is None or (expr.op in "/%" and right == 0):
+            return None
+        if expr.op == "/":
+            return int(left / right)
+        if expr.op == "%":
+            return left - int(left / right) * right
+        return {
+            "+": left + right,
+            "-": left - right,
+            "*": left * right,
+            "<<": left << right,
+            ">>": left >> right,
+        }[expr.op]
+    if isinstance(expr, ast.ListLiteral):
+        values = [const_int(item) for item in expr.items]
+        if any(v is None for v in values):
+            return None
+        result = 1
+        for v in values:
+            result *= v  # type: ignore[operator]
+        return result
+    return None
+
+
+def thread_count(stmt: ast.Parallel, filled: tuple[str, ...] | None = None) -> int | None:
+    """Threads per block that the sub-block levels of `stmt` (and the parallels inside it) make."""
+    filled = filled or fill_levels(stmt, Context(levels=()))
+    return _threads(stmt, filled, 0)
+
+
+def _threads(stmt: ast.Parallel, filled: tuple[str, ...], index: int) -> int | None:
+    if index == len(stmt.clauses):
+        nested = (
+            next(inner_parallels(stmt.body), None) if not isinstance(stmt.body, ast.Parallel) else stmt.body
+        )
+        if nested is None:
+            return None
+        return _threads(nested, _inner_levels(nested), 0)
+    level = filled[index]
+    rest = _threads(stmt, filled, index + 1)
+    if level == "block":
+        return rest
+    count = const_int(stmt.clauses[index].count)
+    if count is None:
+        return None
+    return count * (rest if rest is not None else THREADS_PER_UNIT[level])
+
+
+def _inner_levels(stmt: ast.Parallel) -> tuple[str, ...]:
+    """Levels of a parallel known to be nested in another one."""
+    from choreo_kernel.compiler.analysis.scope import Level
+
+    dummy = ast.ParallelClause(stmt.span, None, ast.IntLiteral(stmt.span, 1), "block")
+    return fill_levels(stmt, Context(levels=(Level("block", 1, dummy),)))
+
+
+def _check_thread_units(stmt: ast.Parallel, filled: tuple[str, ...], sink: DiagnosticSink) -> None:
+    for index, level in enumerate(filled):
+        if level not in ("group-4", "group"):
+            continue
+        inside = _threads(stmt, filled, index + 1)
+        unit = THREADS_PER_UNIT[level]
+        if inside is not None and inside != unit:
+            sink.error(
+                f"a '{level}' level has {unit} threads per unit, but the levels inside it make {inside}",
+                stmt.clauses[index].span,
+            )
+
+
+def check_sibling_threads(
+    stmt: ast.Parallel, levels_of: dict[int, tuple[str, ...]], context: Context, sink: DiagnosticSink
+) -> None:
+    """Inner parallels of one block must agree on the block size (language.md 12.9)."""
+    filled = levels_of[id(stmt)]
+    if "block" not in filled or filled[-1] != "block":
+        total = thread_count(stmt, filled) if "block" in filled else None
+        if total is not None and total > MAX_THREADS_PER_BLOCK:
+            sink.error(
+                f"a block of {total} threads: at most {MAX_THREADS_PER_BLOCK} threads per block", stmt.span
+            )
+        return
+    first: tuple[ast.Parallel, int] | None = None
+    for inner in inner_parallels(stmt.body):
+        count = _threads(inner, _inner_levels(inner), 0)
+        if count is None:
+            continue
+        if count > MAX_THREADS_PER_BLOCK:
+            sink.error(
+                f"a block of {count} threads: at most {MAX_THREADS_PER_BLOCK} threads per block", inner.span
+            )
+        if first is None:
+            first = (inner, count)
+        elif count != first[1]:
+            sink.error(
+                f"sibling parallels in one block have different thread counts: {first[1]} (line "
+                f"{first[0].span.line}) and {count}; the block size is one number",
+                inner.span,
+            )

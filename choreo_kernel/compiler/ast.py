@@ -1,0 +1,446 @@
+"""The Choreo syntax tree: one small frozen dataclass per construct.
+
+Every node carries the `span` of the user's text it came from (after mapping
+back through the preprocessor), so any pass can point a diagnostic at it.
+Meaning (types, shapes, symbols) lives in the analysis side tables, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from choreo_kernel.compiler.diagnostics import Span
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    span: Span
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, eq=False)
+class Expr(Node):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class Name(Expr):
+    id: str
+
+
+@dataclass(frozen=True, eq=False)
+class IntLiteral(Expr):
+    value: int
+    unsigned: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class FloatLiteral(Expr):
+    value: float
+    single: bool = False  # written with an `f` suffix
+
+
+@dataclass(frozen=True, eq=False)
+class BoolLiteral(Expr):
+    value: bool
+
+
+@dataclass(frozen=True, eq=False)
+class StringLiteral(Expr):
+    value: str
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Expr):
+    """`-x`, `!x`, `~x`, `#x` (the bound of a bounded value), `&x`."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class IncDec(Expr):
+    """`x++`, `++x`, `x--`, `--x`: C value semantics."""
+
+    op: str
+    operand: Expr
+    prefix: bool
+
+
+@dataclass(frozen=True, eq=False)
+class Ternary(Expr):
+    condition: Expr
+    then: Expr
+    otherwise: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Paren(Expr):
+    """Kept because `(i)` inside a shape derivation `s[(0) / 2, (1)]` names dimension i."""
+
+    inner: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    """`cdiv(a, b)`, `__exp(x)`, `s(0)` (a dimension), `j(-1)` (a range value)."""
+
+    callee: Expr
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Member(Expr):
+    """`f.data`, `x.span`: a member without arguments."""
+
+    value: Expr
+    name: str
+    name_span: Span
+
+
+@dataclass(frozen=True, eq=False)
+class Method(Expr):
+    """`x.chunkat(i, j)`, `e.at(order)`, `x.span(0)`: a member with arguments."""
+
+    value: Expr
+    name: str
+    name_span: Span
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Index(Expr):
+    """`stage[slot]`, `events[i][j]`, and `s[(0) / 2, (1)]` on shapes."""
+
+    value: Expr
+    indices: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class TupleLiteral(Expr):
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ListLiteral(Expr):
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ElementCount(Expr):
+    """`|s|`: the element count of a shape."""
+
+    operand: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class TypeSize(Expr):
+    """`|f32|`: the size of an element type in bytes."""
+
+    type_name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    type_name: str
+    operand: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class AnyDim(Expr):
+    """`?` in a parameter shape: any size."""
+
+
+# -------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True, eq=False)
+class Stmt(Node):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class BufferDecl(Stmt):
+    """`shared f16 [128, 64] stage[3] {0};` (one node per declarator)."""
+
+    storage: str | None
+    elem_type: str
+    shape: tuple[Expr, ...]
+    name: str
+    name_span: Span
+    array_dims: tuple[Expr, ...] = ()
+    init: tuple[Expr, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarDecl(Stmt):
+    """`int x = 3;`, `mutable int k = 0;`, `f32 v = ...;` (one node per declarator)."""
+
+    mutable: bool
+    type_name: str | None
+    name: str
+    name_span: Span
+    init: Expr | None
+    storage: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class EventDecl(Stmt):
+    """`shared event full[2], empty[2] = ready;` (one node per declarator)."""
+
+    storage: str | None
+    name: str
+    name_span: Span
+    dims: tuple[Expr, ...]
+    ready: bool
+    arrival_count: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ShapeDecl(Stmt):
+    """`s : [128, 64];` or `mdspan<2> s : [128, 64];`."""
+
+    name: str
+    name_span: Span
+    value: Expr
+    rank: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class TupleDecl(Stmt):
+    """`ituple<3> t = {1, 2, 3};`."""
+
+    name: str
+    name_span: Span
+    value: Expr
+    size: int | None = None
+
+
+# ----------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True, eq=False)
+class Block(Stmt):
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class BoundVars(Node):
+    """The variables a `parallel`, `foreach` or `with` introduces; `group` names a tuple of them."""
+
+    names: tuple[Name, ...]
+    group: Name | None = None
+    braced: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class ParallelClause(Node):
+    variables: BoundVars | None
+    count: Expr  # an expression, or a ListLiteral for several variables
+    level: str | None
+    level_span: Span | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Parallel(Stmt):
+    is_async: bool
+    clauses: tuple[ParallelClause, ...]
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Foreach(Stmt):
+    """`foreach {i, j} in [4, 8] { ... }`."""
+
+    variables: BoundVars
+    extent: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class RangeItem(Node):
+    """`j` or `j(start:stop:step)` in `foreach j(1:) { ... }`."""
+
+    name: Name
+    start: Expr | None = None
+    stop: Expr | None = None
+    step: Expr | None = None
+    sliced: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class ForeachRange(Stmt):
+    """`foreach j(1:-1:2) { ... }`: iterate a `with` variable, or a slice of it."""
+
+    items: tuple[RangeItem, ...]
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class WithBinding(Node):
+    variables: BoundVars
+    extent: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class With(Stmt):
+    bindings: tuple[WithBinding, ...]
+    body: Stmt
+    where: tuple[Name, Name] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class If(Stmt):
+    condition: Expr
+    then: Stmt
+    otherwise: Stmt | None
+
+
+@dataclass(frozen=True, eq=False)
+class While(Stmt):
+    condition: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class InThreads(Stmt):
+    is_async: bool
+    condition: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Operation(Node):
+    """`dma.copy.async src => dst after f`, `mma.row.row acc, a, b`, `mma.fill.f32 0.0f`.
+
+    `qualifiers` are the dotted words after the family (`("copy", "async")`), and
+    `template_args` the `<...>` texts attached to them (`{"swiz": "128"}`).
+    """
+
+    family: str
+    qualifiers: tuple[str, ...]
+    template_args: dict[str, str] = field(hash=False)
+    args: tuple[Expr, ...]
+    destination: Expr | None
+    after: tuple[Expr, ...]
+    op_span: Span
+
+    @property
+    def text(self) -> str:
+        return ".".join((self.family, *self.qualifiers))
+
+    @property
+    def is_async(self) -> bool:
+        return "async" in self.qualifiers
+
+
+@dataclass(frozen=True, eq=False)
+class OperationStmt(Stmt):
+    """An operation as a statement, optionally naming its future: `f = tma.load.async ...;`."""
+
+    operation: Operation
+    result: Name | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Wait(Stmt):
+    targets: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Trigger(Stmt):
+    targets: tuple[Expr, ...]
+    after: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Sync(Stmt):
+    """`sync.shared;`: a barrier of all threads of the block."""
+
+    kind: str
+
+
+@dataclass(frozen=True, eq=False)
+class Assign(Stmt):
+    """`x = e;`, `out.at(i) += e;`: declares `x` when the name is new."""
+
+    target: Expr
+    op: str
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class ExprStmt(Stmt):
+    """`k++;`, `swap(cur, nxt);`."""
+
+    expr: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass(frozen=True, eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class Empty(Stmt):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class Unsupported(Stmt):
+    """A construct of the wider Choreo language that this compiler parses but does not run."""
+
+    what: str
+    inner: Stmt | None = None
+
+
+# ----------------------------------------------------------------- functions
+
+
+@dataclass(frozen=True, eq=False)
+class TypeRef(Node):
+    """`f16 [M, K]` (spanned) or `int` (scalar, `shape` None); `void`/`auto` for returns."""
+
+    name: str
+    shape: tuple[Expr, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Param(Node):
+    type: TypeRef
+    name: str
+    name_span: Span
+    is_global: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Function(Node):
+    name: str
+    name_span: Span
+    return_type: TypeRef
+    params: tuple[Param, ...]
+    body: Block
+
+
+@dataclass(frozen=True, eq=False)
+class Program(Node):
+    functions: tuple[Function, ...]

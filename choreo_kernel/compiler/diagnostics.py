@@ -1,0 +1,144 @@
+"""Diagnostics: located messages about the user's source, rendered like rustc.
+
+Every problem the compiler finds is a `Diagnostic` that points at a line and
+column range of the user's own text (a notebook cell or a `.co` file), never at
+generated code.  Passes report into a `DiagnosticSink` and keep going, so one
+run reports everything it can find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range in the user's source: 1-based lines and columns, end inclusive-exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def to(self, other: Span) -> Span:
+        """The span that starts where this one starts and ends where `other` ends."""
+        return Span(self.line, self.column, other.end_line, other.end_column)
+
+
+UNKNOWN_SPAN = Span(1, 1, 1, 1)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A related place (where a name was first declared, where a future was waited)."""
+
+    message: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: str
+    message: str
+    span: Span
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    @property
+    def end_line(self) -> int:
+        return self.span.end_line
+
+    @property
+    def end_column(self) -> int:
+        return self.span.end_column
+
+    @property
+    def full_message(self) -> str:
+        """The message followed by its notes: what a keyword search should see."""
+        return "\n".join([self.message, *(note.message for note in self.notes)])
+
+    def render(self, source: str, filename: str = "<source>") -> str:
+        return render_diagnostic(self, source.splitlines(), filename)
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.column}: {self.severity}: {self.message}"
+
+
+@dataclass
+class DiagnosticSink:
+    """Collects diagnostics from all passes, in the order they are reported."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def error(self, message: str, span: Span, *notes: Note) -> None:
+        self.diagnostics.append(Diagnostic(ERROR, message, span, tuple(notes)))
+
+    def warning(self, message: str, span: Span, *notes: Note) -> None:
+        self.diagnostics.append(Diagnostic(WARNING, message, span, tuple(notes)))
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics.extend(diagnostics)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == ERROR for d in self.diagnostics)
+
+
+class ChoreoError(Exception):
+    """Raised for any problem in a Choreo source; carries every diagnostic found."""
+
+    def __init__(
+        self,
+        diagnostics: Sequence[Diagnostic],
+        source: str = "",
+        filename: str = "<source>",
+    ) -> None:
+        self.diagnostics = list(diagnostics)
+        self.source = source
+        self.filename = filename
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = self.source.splitlines()
+        return "\n".join(render_diagnostic(d, lines, self.filename) for d in self.diagnostics)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def render_diagnostic(diagnostic: Diagnostic, lines: Sequence[str], filename: str) -> str:
+    """`file:line:col: severity: message`, the source line, a caret underline, then notes."""
+    out = [f"{filename}:{diagnostic.line}:{diagnostic.column}: {diagnostic.severity}: {diagnostic.message}"]
+    out.extend(_excerpt(diagnostic.span, lines))
+    for note in diagnostic.notes:
+        if note.span is None:
+            out.append(f"   = note: {note.message}")
+        else:
+            out.append(f"{filename}:{note.span.line}:{note.span.column}: note: {note.message}")
+            out.extend(_excerpt(note.span, lines))
+    return "\n".join(out)
+
+
+def _excerpt(span: Span, lines: Sequence[str]) -> list[str]:
+    if not 1 <= span.line <= len(lines):
+        return []
+    text = lines[span.line - 1].replace("\t", " ")
+    gutter = len(str(span.line))
+    end = span.end_column if span.end_line == span.line else len(text) + 1
+    width = max(1, end - span.column)
+    underline = " " * (span.column - 1) + "^" + "~" * (width - 1)
+    return [
+        f" {str(span.line).rjust(gutter)} | {text}",
+        f" {' ' * gutter} | {underline}",
+    ]

@@ -1,0 +1,118 @@
+"""The front-end pipeline that every entry point (API, CLI, kernel) drives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.asyncflow import AsyncFlow
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo, Resolver
+from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, DiagnosticSink, Note, Span
+from choreo_kernel.compiler.parser import parse
+from choreo_kernel.compiler.preprocess import preprocess
+
+TARGETS = ("cuda", "sim")
+
+
+@dataclass
+class Analysis:
+    """The front end's result: the program, what analysis learned per function, all diagnostics."""
+
+    program: ast.Program
+    functions: dict[str, FunctionInfo]
+    diagnostics: list[Diagnostic]
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == ERROR for d in self.diagnostics)
+
+
+def analyze(
+    source: str,
+    defines: Mapping[str, object] | None = None,
+    target: str = "cuda",
+    host_code: bool = True,
+) -> Analysis:
+    """Preprocess, parse and analyze `source` for `target`; never raises for bad input."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    sink = DiagnosticSink()
+    preprocessed = preprocess(source, sink, defines)
+    program = parse(preprocessed.text, preprocessed.source_map, sink, host_code)
+    functions: dict[str, FunctionInfo] = {}
+    for function in program.functions:
+        if function.name in functions:
+            first = functions[function.name].function
+            sink.error(
+                f"function '{function.name}' is defined twice",
+                function.name_span,
+                Note("first defined here", first.name_span),
+            )
+            continue
+        info = Resolver(sink, target).function(function)
+        AsyncFlow(info, sink, target).run()
+        functions[function.name] = info
+    if not program.functions and source.strip() and not sink.has_errors:
+        sink.warning("no '__co__' function found", Span(1, 1, 1, 2))
+    return Analysis(program, functions, _ordered(sink.diagnostics))
+
+
+def _ordered(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics in source order, each once (loops are analyzed twice)."""
+    seen: set[tuple[str, str, Span]] = set()
+    unique = []
+    for diagnostic in diagnostics:
+        key = (diagnostic.severity, diagnostic.message, diagnostic.span)
+        if key not in seen:
+            seen.add(key)
+            unique.append(diagnostic)
+    return sorted(unique, key=lambda d: (d.line, d.column))
+
+
+def check(
+    source: str,
+    defines: Mapping[str, object] | None = None,
+    target: str = "cuda",
+    filename: str = "<source>",
+) -> list[Diagnostic]:
+    """All diagnostics (errors and warnings) of `source`, in source order."""
+    return analyze(source, defines, target).diagnostics
+
+
+@dataclass
+class Module:
+    """A compiled source: its functions and the warnings that did not stop compilation."""
+
+    source: str
+    functions: list[str]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    target: str = "cuda"
+
+
+def compile(
+    source: str,
+    defines: Mapping[str, object] | None = None,
+    target: str = "auto",
+    filename: str = "<source>",
+) -> Module:
+    """Analyze `source` and raise `ChoreoError` if it has any error."""
+    resolved = resolve_target(target)
+    analysis = analyze(source, defines, "cuda" if resolved == "cuda" else "sim")
+    if analysis.has_errors:
+        raise ChoreoError(analysis.diagnostics, source, filename)
+    return Module(source, list(analysis.functions), analysis.diagnostics, resolved)
+
+
+def resolve_target(target: str) -> str:
+    """`auto` is cuda when CuPy and a CUDA device are present, sim otherwise."""
+    if target != "auto":
+        if target not in TARGETS:
+            raise ValueError(f"unknown target {target!r}; expected auto, cuda or sim")
+        return target
+    try:
+        import cupy  # type: ignore[import-not-found]
+
+        return "cuda" if cupy.cuda.runtime.getDeviceCount() > 0 else "sim"
+    except Exception:
+        return "sim"
