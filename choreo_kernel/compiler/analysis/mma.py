@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
+    ELEMENT_BYTES,
     Accumulator,
+    BufferArray,
     Data,
     Dim,
     Fragment,
@@ -84,6 +86,7 @@ def check_exec(
         return info
     _check_hopper_shape(resolver, operation, a.elem, m, n, k_a, accumulator, context)
     for name, operand in (("a", a), ("b", b)):
+        _check_swizzle(resolver, operand, operation)
         rows = operand.dims[0]
         if isinstance(rows, int) and rows % 8 != 0:
             resolver.hopper_rule(
@@ -95,6 +98,32 @@ def check_exec(
         _infer_accumulator(resolver, symbol, (m, n), operation, acc_expr)
         _check_accumulator_owner(resolver, symbol, operation, context)
     return info
+
+
+def _check_swizzle(resolver: Resolver, operand: Data, operation: ast.Operation) -> None:
+    """A swizzle wider than the buffer's rows gives a layout that WGMMA cannot read (12.6)."""
+    written = resolver.swizzle_of.get(operand.root)
+    symbol = resolver.scope.lookup(operand.root)
+    if written is None or symbol is None:
+        return
+    buffer = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+    if not isinstance(buffer, Data) or not buffer.dims or not isinstance(buffer.dims[-1], int):
+        return
+    swizzle, span = written
+    row_bytes = buffer.dims[-1] * ELEMENT_BYTES.get(buffer.elem, 2)
+    if swizzle > row_bytes:
+        resolver.hopper_rule(
+            f"WGMMA cannot read '{operand.root}': its rows are {row_bytes} bytes but it was loaded with a "
+            f"{swizzle}-byte swizzle; use .swiz<{_widest_swizzle(row_bytes)}> "
+            "or let the compiler choose",
+            operation.span,
+            Note(f"'{operand.root}' is written with .swiz<{swizzle}> here", span),
+            Note(f"'{operand.root}' is declared here", symbol.span),  # type: ignore[arg-type]
+        )
+
+
+def _widest_swizzle(row_bytes: int) -> int:
+    return max((s for s in (32, 64, 128) if s <= row_bytes), default=32)
 
 
 def _operand(resolver: Resolver, expr: ast.Expr) -> Data | None:

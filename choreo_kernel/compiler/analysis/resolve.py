@@ -91,6 +91,7 @@ class Resolver:
     def function(self, function: ast.Function) -> FunctionInfo:
         self.info = FunctionInfo(function)
         self.scope = Scope()
+        self.swizzle_of: dict[str, tuple[int, Span]] = {}  # shared buffer -> swizzle a TMA wrote it with
         self.return_type = function.return_type
         self.saw_return = False
         for param in function.params:
@@ -799,7 +800,7 @@ class Resolver:
                     f"name the future and write 'trigger {argument} after f;'",
                     operation.op_span,
                 )
-        self._swizzle(operation)
+        swizzle = self._swizzle(operation)
         self._after(operation)
         operands = self._copy_operands(operation)
         kind = "tma-load"
@@ -816,6 +817,8 @@ class Resolver:
                         f"{source.storage} to {dest.storage}",
                         operation.span,
                     )
+                if swizzle is not None and dest.storage == "shared":
+                    self.swizzle_of[dest.root] = (swizzle, operation.op_span)
                 if words == ["load"] and kind == "tma-store":
                     self.error(
                         "'tma.load' copies global to shared; use 'tma.copy' to store shared data",
