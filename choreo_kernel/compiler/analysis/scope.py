@@ -68,7 +68,8 @@ class Context:
 
     @property
     def in_block(self) -> bool:
-        return any(level.name == "block" for level in self.levels)
+        """Inside some block: a parallel without a block level runs in one implicit block (12.9)."""
+        return bool(self.levels)
 
     def enter(self, **changes: object) -> Context:
         return replace(self, **changes)  # type: ignore[arg-type]
