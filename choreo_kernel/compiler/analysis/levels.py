@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.scope import LEVEL_RANK, THREADS_PER_UNIT, Context
+from choreo_kernel.compiler.analysis.scope import LEVEL_RANK, THREADS_PER_UNIT, Context, Level
 from choreo_kernel.compiler.diagnostics import DiagnosticSink
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -146,8 +146,6 @@ def _threads(stmt: ast.Parallel, filled: tuple[str, ...], index: int) -> int | N
 
 def _inner_levels(stmt: ast.Parallel) -> tuple[str, ...]:
     """Levels of a parallel known to be nested in another one."""
-    from choreo_kernel.compiler.analysis.scope import Level
-
     dummy = ast.ParallelClause(stmt.span, None, ast.IntLiteral(stmt.span, 1), "block")
     return fill_levels(stmt, Context(levels=(Level("block", 1, dummy),)))
 
