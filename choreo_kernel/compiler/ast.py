@@ -7,6 +7,7 @@ Meaning (types, shapes, symbols) lives in the analysis side tables, not here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler.diagnostics import Span
@@ -444,3 +445,27 @@ class Function(Node):
 @dataclass(frozen=True, eq=False)
 class Program(Node):
     functions: tuple[Function, ...]
+
+
+# ------------------------------------------------------------------ traversal
+
+
+def child_statements(stmt: Stmt) -> Iterator[Stmt]:
+    """The statements directly inside `stmt` (a body, the branches of an if, a block's items)."""
+    for value in vars(stmt).values():
+        if isinstance(value, Stmt):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (item for item in value if isinstance(item, Stmt))
+
+
+def walk_expr(expr: Expr) -> Iterator[Expr]:
+    """Every sub-expression of `expr`, itself first."""
+    yield expr
+    for value in vars(expr).values():
+        if isinstance(value, Expr):
+            yield from walk_expr(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Expr):
+                    yield from walk_expr(item)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.levels import const_int
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text, walk_expr
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text
 from choreo_kernel.compiler.analysis.values import Event, Future, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
 
@@ -87,7 +87,7 @@ class AsyncFlow:
             if symbol is not None and symbol.mutable and const_int(stmt.value) is not None:
                 self.constant_resets.append((symbol, loops))
         inner = (*loops, stmt) if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)) else loops
-        for child in _children(stmt):
+        for child in ast.child_statements(stmt):
             self._collect(child, inner)
 
     def _event_use(
@@ -192,7 +192,7 @@ class AsyncFlow:
     def _restarting_sources(
         self, expr: ast.Expr, declared_in: set[int], size: object, seen: set[int]
     ) -> Iterator[tuple[str, ast.Stmt]]:
-        for node in walk_expr(expr):
+        for node in ast.walk_expr(expr):
             if not isinstance(node, ast.Name):
                 continue
             symbol = self.info.symbol_of.get(id(node))
@@ -458,14 +458,6 @@ def _join(a: State, b: State) -> State:
     for symbol, facts in b.items():
         joined[symbol] = joined.get(symbol, frozenset()) | facts
     return joined
-
-
-def _children(stmt: ast.Stmt) -> Iterator[ast.Stmt]:
-    for value in vars(stmt).values():
-        if isinstance(value, ast.Stmt):
-            yield value
-        elif isinstance(value, tuple):
-            yield from (item for item in value if isinstance(item, ast.Stmt))
 
 
 def _trip_count(loop: ast.Stmt) -> int | None:

@@ -23,22 +23,14 @@ def inner_parallels(stmt: ast.Stmt) -> Iterator[ast.Parallel]:
     if isinstance(stmt, ast.Parallel):
         yield stmt
         return
-    for child in _children(stmt):
+    for child in ast.child_statements(stmt):
         yield from inner_parallels(child)
-
-
-def _children(stmt: ast.Stmt) -> Iterator[ast.Stmt]:
-    for value in vars(stmt).values():
-        if isinstance(value, ast.Stmt):
-            yield value
-        elif isinstance(value, tuple):
-            yield from (item for item in value if isinstance(item, ast.Stmt))
 
 
 def fill_levels(stmt: ast.Parallel, context: Context, sink: DiagnosticSink | None = None) -> tuple[str, ...]:
     """The level of each clause of `stmt`, annotated or inferred; reports nesting errors to `sink`."""
     enclosing = context.in_parallel
-    nested = any(True for child in _children(stmt) for _ in inner_parallels(child))
+    nested = any(True for child in ast.child_statements(stmt) for _ in inner_parallels(child))
     last = len(stmt.clauses) - 1
     outer = list(context.level_names)
     filled: list[str] = []

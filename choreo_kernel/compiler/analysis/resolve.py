@@ -10,7 +10,7 @@ The futures/events rules, which need the whole function, are asyncflow.py's.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
@@ -1445,26 +1445,14 @@ class Resolver:
         return dim
 
     def _names_in(self, expr: ast.Expr) -> frozenset[str]:
-        return frozenset(node.id for node in walk_expr(expr) if isinstance(node, ast.Name))
+        return frozenset(node.id for node in ast.walk_expr(expr) if isinstance(node, ast.Name))
 
     def _symbols_in(self, expr: ast.Expr) -> list[Symbol]:
         return [
             self.info.symbol_of[id(node)]
-            for node in walk_expr(expr)
+            for node in ast.walk_expr(expr)
             if isinstance(node, ast.Name) and id(node) in self.info.symbol_of
         ]
-
-
-def walk_expr(expr: ast.Expr) -> Iterator[ast.Expr]:
-    """Every sub-expression of `expr`, itself first."""
-    yield expr
-    for value in vars(expr).values():
-        if isinstance(value, ast.Expr):
-            yield from walk_expr(value)
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, ast.Expr):
-                    yield from walk_expr(item)
 
 
 def _promote(a: str, b: str) -> str | None:
