@@ -41,6 +41,7 @@ def analyze(
     preprocessed = preprocess(source, sink, defines)
     program = parse(preprocessed.text, preprocessed.source_map, sink, host_code)
     functions: dict[str, FunctionInfo] = {}
+    names = frozenset(function.name for function in program.functions)
     for function in program.functions:
         if function.name in functions:
             first = functions[function.name].function
@@ -50,7 +51,7 @@ def analyze(
                 Note("first defined here", first.name_span),
             )
             continue
-        info = Resolver(sink, target).function(function)
+        info = Resolver(sink, target, names).function(function)
         AsyncFlow(info, sink, target).run()
         functions[function.name] = info
     if not program.functions and source.strip() and not sink.has_errors:

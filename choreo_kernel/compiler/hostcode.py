@@ -32,7 +32,7 @@ def function_regions(text: str) -> list[Region]:
     n = len(text)
     while pos < n:
         c = text[pos]
-        if c in "\"'":
+        if starts_literal(text, pos):
             pos = _skip_literal(text, pos)
             continue
         if c == "{":
@@ -48,6 +48,12 @@ def function_regions(text: str) -> list[Region]:
             continue
         pos += 1
     return regions
+
+
+def starts_literal(text: str, pos: int) -> bool:
+    """A quote that opens a string or character literal (not a C++14 digit separator as in 1'000)."""
+    c = text[pos]
+    return c == '"' or (c == "'" and not (pos > 0 and text[pos - 1].isalnum()))
 
 
 def _skip_literal(text: str, pos: int) -> int:
@@ -66,7 +72,7 @@ def _function_end(text: str, start: int) -> int:
     depth = 0
     while pos < len(text):
         c = text[pos]
-        if c in "\"'":
+        if starts_literal(text, pos):
             pos = _skip_literal(text, pos)
             continue
         if c == "{":

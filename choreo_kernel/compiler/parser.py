@@ -22,14 +22,7 @@ from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
 from choreo_kernel.compiler.hostcode import function_regions, isolate
 from choreo_kernel.compiler.preprocess import SourceMap
 
-TYPE_ALIASES = {
-    "int": "s32",
-    "float": "f32",
-    "half": "f16",
-    "double": "f64",
-    "bfp16": "bf16",
-    "f8": "f8_e4m3",
-}
+TYPE_ALIASES = {"int": "s32", "float": "f32", "f8": "f8_e4m3"}
 
 _OPERATION_PART = re.compile(r"([A-Za-z_]\w*)(?:<([^<>]*)>)?")
 

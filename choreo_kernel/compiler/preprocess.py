@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
+from choreo_kernel.compiler.hostcode import starts_literal
 
 _TOKEN = re.compile(
     r"""(?P<number>\.?\d(?:[eEpP][+-]|[\w.])*)
@@ -80,7 +81,7 @@ def blank_comments(source: str) -> str:
     i, n = 0, len(source)
     while i < n:
         c = source[i]
-        if c in "\"'":
+        if starts_literal(source, i):
             j = i + 1
             while j < n and source[j] != c and source[j] != "\n":
                 j += 2 if source[j] == "\\" else 1

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.arrivals import direct_arrivals
 from choreo_kernel.compiler.analysis.levels import const_int
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text
 from choreo_kernel.compiler.analysis.values import Event, Future, FutureInfo, Symbol
@@ -106,6 +107,8 @@ class AsyncFlow:
 
     def _check_events(self) -> None:
         triggered = {use.event for use in self.event_uses if use.is_trigger}
+        for event in self.info.events:
+            self._check_arrival_count(event, [use for use in self.event_uses if use.event is event])
         ring_events = {use.event for use in self.event_uses if use.form == "at"}
         for use in self.event_uses:
             event = use.event
@@ -126,6 +129,23 @@ class AsyncFlow:
                     f"'{event.name}' is an event array: name one event, '{event.name}[i]' or '{event.name}.at(order)'",
                     use.expr.span,
                 )
+
+    def _check_arrival_count(self, event: Symbol, uses: list[EventUse]) -> None:
+        """`event<N>` states the arrival count; warn when it differs from the count derived from the scopes."""
+        declaration = event.declaration
+        stated = declaration.arrival_count if isinstance(declaration, ast.EventDecl) else None
+        triggers = [
+            u for u in uses if u.is_trigger and isinstance(u.statement, ast.Trigger) and not u.statement.after
+        ]
+        if stated is None or not triggers:
+            return
+        derived = direct_arrivals(self.info.context_of[id(u.statement)] for u in triggers)
+        if derived is not None and derived != stated:
+            self.sink.warning(
+                f"event '{event.name}' states {stated} arrivals (event<{stated}>), but {derived} threads trigger it "
+                f"directly; the stated count wins",
+                event.span,  # type: ignore[arg-type]
+            )
 
     def _check_deadlock(self, use: EventUse, triggered: bool) -> None:
         """A wait on an event that no path ever triggers, and that is not `= ready`, never returns."""
@@ -178,7 +198,10 @@ class AsyncFlow:
         """An order that restarts from zero while the ring's events persist desynchronizes the phases."""
         event = use.event
         declared_in = set(map(id, self.loops_at.get(id(event.declaration), ())))
+        ordered_by = self._loops_ordering(order, set())
         for name, loop in self._restarting_sources(order, declared_in, size, set()):
+            if id(loop) in ordered_by:
+                continue  # the order also counts the restarting loop (it * n + k): it keeps growing
             line = loop.span.line
             self.sink.error(
                 f"the order of ring '{event.name}' restarts: '{name}' starts again from zero on every "
@@ -217,6 +240,23 @@ class AsyncFlow:
                 init = declaration.init if isinstance(declaration, ast.ScalarDecl) else declaration.value
                 if init is not None:
                     yield from self._restarting_sources(init, declared_in, size, seen)
+
+    def _loops_ordering(self, expr: ast.Expr, seen: set[int]) -> set[int]:
+        """The loops whose variables (directly or through aliases) appear in an order expression."""
+        loops: set[int] = set()
+        for node in ast.walk_expr(expr):
+            symbol = self.info.symbol_of.get(id(node)) if isinstance(node, ast.Name) else None
+            if symbol is None or id(symbol) in seen:
+                continue
+            seen.add(id(symbol))
+            declaration = symbol.declaration
+            if symbol.origin == "foreach" and isinstance(declaration, ast.Stmt):
+                loops.add(id(declaration))
+            elif isinstance(declaration, (ast.ScalarDecl, ast.Assign)) and not symbol.mutable:
+                init = declaration.init if isinstance(declaration, ast.ScalarDecl) else declaration.value
+                if init is not None:
+                    loops |= self._loops_ordering(init, seen)
+        return loops
 
     def _restarting_loop(
         self, stmt: ast.Stmt, declared_in: set[int], inclusive: bool = False
@@ -262,9 +302,11 @@ class AsyncFlow:
             otherwise = self._body(stmt.otherwise, state) if stmt.otherwise is not None else state
             return _join(then, otherwise)
         if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
+            # Walked twice, so loop-carried states meet the body; a loop is taken to run at least once,
+            # so a future made before it and consumed in it is not reported for the zero-trip path.
             first = self._body(stmt.body, state)
             second = self._body(stmt.body, _join(state, first))
-            return _join(state, second)
+            return _join(first, second)
         if isinstance(stmt, (ast.Parallel, ast.InThreads, ast.With)):
             return self._body(stmt.body, state)
         if isinstance(stmt, ast.Block):
@@ -325,7 +367,10 @@ class AsyncFlow:
     def _wait(
         self, symbol: Symbol, stmt: ast.Stmt, target: ast.Expr, facts: frozenset[Fact]
     ) -> frozenset[Fact]:
-        """A dynamic future instance is waited once; a published future is waited through its event."""
+        """A dynamic future instance is waited once; a published future is waited through its event.
+
+        After a reported mistake the future counts as waited, so no second error follows from it.
+        """
         for fact in sorted(facts, key=lambda f: f.by.span.line if f.by else 0):
             if fact.status == SYNCHRONOUS:
                 self.sink.error(
@@ -334,7 +379,7 @@ class AsyncFlow:
                     target.span,
                     Note(f"'{symbol.name}' is made here", fact.producer.span),
                 )
-                return facts
+                break
             if fact.status == WAITED and fact.by is not None:
                 self.sink.error(
                     f"future '{symbol.name}' was already waited at line {fact.by.span.line}; a dynamic future "
@@ -342,7 +387,7 @@ class AsyncFlow:
                     target.span,
                     Note(f"'{symbol.name}' was first waited here", fact.by.span),
                 )
-                return facts
+                break
             if fact.status == PUBLISHED and fact.by is not None:
                 self.sink.error(
                     f"future '{symbol.name}' was published to event '{fact.event}' at line {fact.by.span.line}; "
@@ -350,7 +395,7 @@ class AsyncFlow:
                     target.span,
                     Note("the future is published here", fact.by.span),
                 )
-                return facts
+                break
         return frozenset(Fact(WAITED, f.producer, stmt) for f in facts)
 
     def _trigger(self, stmt: ast.Trigger, state: State) -> State:

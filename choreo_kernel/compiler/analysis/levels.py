@@ -146,6 +146,8 @@ def _check_thread_units(stmt: ast.Parallel, filled: tuple[str, ...], sink: Diagn
     for index, level in enumerate(filled):
         if level not in ("group-4", "group"):
             continue
+        if _nests_badly_inside(stmt, index, level):
+            continue  # the nesting error, reported at the inner level, explains it
         inside = _threads(stmt, filled, index + 1)
         unit = THREADS_PER_UNIT[level]
         if inside is not None and inside != unit:
@@ -153,6 +155,18 @@ def _check_thread_units(stmt: ast.Parallel, filled: tuple[str, ...], sink: Diagn
                 f"a '{level}' level has {unit} threads per unit, but the levels inside it make {inside}",
                 stmt.clauses[index].span,
             )
+
+
+def _nests_badly_inside(stmt: ast.Parallel, index: int, level: str) -> bool:
+    """Whether a later clause, or a parallel inside, has a level that cannot nest in `level`."""
+    inner_levels = [clause.level for clause in stmt.clauses[index + 1 :]]
+    for inner in inner_parallels(stmt.body):
+        inner_levels.extend(clause.level for clause in inner.clauses)
+    return any(
+        other in LEVEL_RANK and LEVEL_RANK[other] <= LEVEL_RANK[level]
+        for other in inner_levels
+        if other is not None
+    )
 
 
 def check_sibling_threads(

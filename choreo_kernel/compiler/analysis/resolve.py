@@ -70,9 +70,12 @@ class FunctionInfo:
 
 
 class Resolver:
-    def __init__(self, sink: DiagnosticSink, target: str) -> None:
+    def __init__(
+        self, sink: DiagnosticSink, target: str, function_names: frozenset[str] = frozenset()
+    ) -> None:
         self.sink = sink
         self.target = target
+        self.function_names = function_names
 
     # ------------------------------------------------------------ reporting
 
@@ -149,6 +152,13 @@ class Resolver:
         symbol = self.scope.lookup(name.id)
         if symbol is None:
             if name.id in BUILTINS:
+                return None
+            if name.id in self.function_names:
+                self.error(
+                    f"'{name.id}' is a __co__ function, and a __co__ function cannot call another one: "
+                    "write the computation here, or call both from Python",
+                    name.span,
+                )
                 return None
             suggestion = difflib.get_close_matches(name.id, self.scope.all_names(), n=1)
             hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
@@ -270,17 +280,17 @@ class Resolver:
 
     def _stmt_EventDecl(self, stmt: ast.EventDecl, context: Context) -> None:
         storage = stmt.storage or "shared"
-        if not context.in_block:
-            self.error(
-                f"event '{stmt.name}' is declared outside every 'block' level parallel; "
-                "events are shared storage, declared inside a block",
-                stmt.span,
-            )
-        elif storage != "shared":
+        if storage != "shared":
             self.hopper_rule(
                 f"event '{stmt.name}' is {storage}; on CUDA events are 'shared' (one per block): "
-                f"declare 'shared event {stmt.name};'",
+                f"declare 'shared event {stmt.name};' inside the block",
                 stmt.name_span,
+            )
+        elif not context.in_block:
+            self.error(
+                f"event '{stmt.name}' is declared outside every parallel; shared events exist once per "
+                "block: declare it inside a 'block' level parallel",
+                stmt.span,
             )
         dims = tuple(self._positive_count(d, "event array size") for d in stmt.dims)
         event = Event(dims, stmt.ready, storage)
@@ -473,7 +483,11 @@ class Resolver:
             )
         if stmt.is_async and context.in_inthreads:
             self.error("a nested 'inthreads' cannot be '.async'", stmt.span)
-        inner = context.enter(in_inthreads=True, path=stmt if stmt.is_async else context.path)
+        inner = context.enter(
+            in_inthreads=True,
+            path=stmt if stmt.is_async else context.path,
+            predicates=(*context.predicates, stmt.condition),
+        )
         self._body(stmt.body, inner)
 
     def _condition(self, expr: ast.Expr) -> None:

@@ -52,6 +52,7 @@ class Context:
     path: ast.InThreads | None = None
     in_inthreads: bool = False
     loops: tuple[ast.Stmt, ...] = field(default=())
+    predicates: tuple[ast.Expr, ...] = ()  # the conditions of the enclosing inthreads
 
     @property
     def in_parallel(self) -> bool:
