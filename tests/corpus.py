@@ -174,3 +174,19 @@ def _check_complete(program: Program) -> None:
 def load(kind: str) -> list[Program]:
     """Every program of `valid` or `invalid`, sorted by file name."""
     return [parse_program(path) for path in sorted((CONFORMANCE / kind).glob("*.co"))]
+
+
+def per_target(programs: list[Program]) -> list[object]:
+    """One pytest param per (file, target), with the file name in the id, so a failure names both."""
+    import pytest
+
+    return [
+        pytest.param(program, target, id=f"{program.name}-{target}")
+        for program in programs
+        for target in program.targets
+    ]
+
+
+def error_diagnostics(diagnostics: list) -> list:
+    """The diagnostics with severity error, in the order reported."""
+    return [d for d in diagnostics if d.severity == "error"]

@@ -4,25 +4,12 @@ rejected on their ERROR-LINE with their ERROR-KEYWORDS, for every target the hea
 from __future__ import annotations
 
 import pytest
-from corpus import ALL_TARGETS, Program, load
+from corpus import ALL_TARGETS, Program, error_diagnostics, load, per_target
 
 import choreo_kernel as ck
 
 VALID = load("valid")
 INVALID = load("invalid")
-
-
-def _per_target(programs: list[Program]) -> list[object]:
-    """One test per (file, target) with the file name in the id, so a failure names both."""
-    return [
-        pytest.param(program, target, id=f"{program.name}-{target}")
-        for program in programs
-        for target in program.targets
-    ]
-
-
-def _errors(diagnostics: list[ck.Diagnostic]) -> list[ck.Diagnostic]:
-    return [d for d in diagnostics if d.severity == "error"]
 
 
 def _rendered(program: Program, diagnostics: list[ck.Diagnostic]) -> str:
@@ -37,22 +24,22 @@ def test_corpus_is_complete() -> None:
         assert set(program.targets) <= set(ALL_TARGETS)
 
 
-@pytest.mark.parametrize(("program", "target"), _per_target(VALID))
+@pytest.mark.parametrize(("program", "target"), per_target(VALID))
 def test_valid_program_has_no_error(program: Program, target: str) -> None:
     diagnostics = ck.check(program.source, target=target, filename=program.name)
-    assert not _errors(diagnostics), _rendered(program, diagnostics)
+    assert not error_diagnostics(diagnostics), _rendered(program, diagnostics)
 
 
-@pytest.mark.parametrize(("program", "target"), _per_target(INVALID))
+@pytest.mark.parametrize(("program", "target"), per_target(INVALID))
 def test_invalid_program_is_rejected_on_its_line(program: Program, target: str) -> None:
     diagnostics = ck.check(program.source, target=target, filename=program.name)
-    errors = _errors(diagnostics)
+    errors = error_diagnostics(diagnostics)
     assert errors, f"no error reported for {target}:\n{_rendered(program, diagnostics)}"
     _assert_expected(program, errors[0], diagnostics)
 
     with pytest.raises(ck.ChoreoError) as raised:
         ck.compile(program.source, target=target, filename=program.name)
-    compile_errors = _errors(raised.value.diagnostics)
+    compile_errors = error_diagnostics(raised.value.diagnostics)
     assert compile_errors, "ck.compile raised ChoreoError without an error diagnostic"
     _assert_expected(program, compile_errors[0], raised.value.diagnostics)
 

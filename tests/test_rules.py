@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus import ALL_TARGETS, Program, parse_program
+from corpus import ALL_TARGETS, Program, error_diagnostics, parse_program, per_target
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import DiagnosticSink
@@ -37,18 +37,6 @@ SIM_WARNING_FILES = [
     "event_global_cuda.co",
     "event_local_cuda.co",
 ]
-
-
-def _per_target(programs: list[Program]) -> list[object]:
-    return [
-        pytest.param(program, target, id=f"{program.name}-{target}")
-        for program in programs
-        for target in program.targets
-    ]
-
-
-def _errors(diagnostics: list[ck.Diagnostic]) -> list[ck.Diagnostic]:
-    return [d for d in diagnostics if d.severity == "error"]
 
 
 def _warnings(diagnostics: list[ck.Diagnostic]) -> list[ck.Diagnostic]:
@@ -110,17 +98,17 @@ def test_rules_file_parses_as_its_header_says(program: Program) -> None:
 # ---------------------------------------------------------------- the analysis, per file
 
 
-@pytest.mark.parametrize(("program", "target"), _per_target(VALID))
+@pytest.mark.parametrize(("program", "target"), per_target(VALID))
 def test_valid_rule_program_has_no_error(program: Program, target: str) -> None:
     diagnostics = _check(program.source, target, program.name)
-    assert not _errors(diagnostics), _shown(program.source, program.name, diagnostics)
+    assert not error_diagnostics(diagnostics), _shown(program.source, program.name, diagnostics)
 
 
-@pytest.mark.parametrize(("program", "target"), _per_target(INVALID))
+@pytest.mark.parametrize(("program", "target"), per_target(INVALID))
 def test_invalid_rule_program_is_rejected_on_its_line(program: Program, target: str) -> None:
     diagnostics = _check(program.source, target, program.name)
     shown = _shown(program.source, program.name, diagnostics)
-    errors = _errors(diagnostics)
+    errors = error_diagnostics(diagnostics)
     assert errors, f"no error reported for {target}:\n{shown}"
     first = errors[0]
     assert first.line == program.error_line, (
@@ -131,7 +119,7 @@ def test_invalid_rule_program_is_rejected_on_its_line(program: Program, target: 
     assert not missing, f"first error does not mention {missing}:\n{shown}"
 
 
-@pytest.mark.parametrize(("program", "target"), _per_target(PROGRAMS))
+@pytest.mark.parametrize(("program", "target"), per_target(PROGRAMS))
 def test_every_diagnostic_points_into_the_file(program: Program, target: str) -> None:
     diagnostics = _check(program.source, target, program.name)
     line_count = len(program.source.splitlines())
@@ -153,7 +141,7 @@ def test_cuda_only_rule_is_a_warning_on_sim(name: str) -> None:
     assert program.targets == ("cuda",)
     diagnostics = _check(program.source, "sim", program.name)
     shown = _shown(program.source, program.name, diagnostics)
-    assert not _errors(diagnostics), shown
+    assert not error_diagnostics(diagnostics), shown
     warnings = [w for w in _warnings(diagnostics) if w.line == program.error_line]
     assert warnings, f"no warning on line {program.error_line}:\n{shown}"
     assert any("cuda" in w.full_message.lower() for w in warnings), shown
@@ -183,12 +171,12 @@ __co__ f32 [B, 64] fold(f32 [B, 64] x) {
 """
     line = _line_of(source, "trigger landed after f;")
     cuda = _check(source, "cuda")
-    assert [d.line for d in _errors(cuda)] == [line], _shown(source, "<test>", cuda)
+    assert [d.line for d in error_diagnostics(cuda)] == [line], _shown(source, "<test>", cuda)
     sim = _check(source, "sim")
-    assert not _errors(sim), _shown(source, "<test>", sim)
+    assert not error_diagnostics(sim), _shown(source, "<test>", sim)
     assert any(w.line == line for w in _warnings(sim)), _shown(source, "<test>", sim)
     # The default target is cuda (12.10).
-    assert [d.line for d in _errors(ck.check(source))] == [line]
+    assert [d.line for d in error_diagnostics(ck.check(source))] == [line]
 
 
 def test_two_independent_mistakes_are_both_reported() -> None:
@@ -209,11 +197,11 @@ __co__ f32 [B, 64] two_bugs(f32 [B, 64] x) {
 }
 """
     diagnostics = _check(source)
-    lines = {d.line for d in _errors(diagnostics)}
+    lines = {d.line for d in error_diagnostics(diagnostics)}
     shown = _shown(source, "<test>", diagnostics)
     assert _line_of(source, "base = t + 1;") in lines, shown
     assert _line_of(source, "* scael;") in lines, shown
-    texts = " ".join(d.full_message for d in _errors(diagnostics))
+    texts = " ".join(d.full_message for d in error_diagnostics(diagnostics))
     assert "base" in texts and "scael" in texts, shown
 
 
@@ -237,7 +225,7 @@ __co__ f32 [64] second(f32 [64] x) {
 }
 """
     diagnostics = _check(source)
-    lines = {d.line for d in _errors(diagnostics)}
+    lines = {d.line for d in error_diagnostics(diagnostics)}
     shown = _shown(source, "<test>", diagnostics)
     assert {_line_of(source, "missing_one"), _line_of(source, "local f32 [4] scratch;")} <= lines, shown
 
@@ -262,7 +250,7 @@ __co__ f32 [64] undeclared(f32 [64] x) {
 }
 """
     diagnostics = _check(source)
-    errors = _errors(diagnostics)
+    errors = error_diagnostics(diagnostics)
     shown = _shown(source, "<test>", diagnostics)
     assert errors[0].line == _line_of(source, "x.at(t) * ;"), shown
     assert "expected" in errors[0].message, shown
@@ -275,14 +263,14 @@ def test_rejected_trigger_after_is_one_error(name: str, target: str) -> None:
     """12.11: one error at the rejected trigger, no second error about the future being unconsumed."""
     program = BY_NAME[name]
     diagnostics = _check(program.source, target, program.name)
-    errors = _errors(diagnostics)
+    errors = error_diagnostics(diagnostics)
     assert [d.line for d in errors] == [program.error_line], _shown(program.source, program.name, diagnostics)
 
 
 def test_rejected_trigger_after_dma_is_one_error_on_cuda() -> None:
     program = BY_NAME["trigger_after_dma_joined_cuda.co"]
     diagnostics = _check(program.source, "cuda", program.name)
-    errors = _errors(diagnostics)
+    errors = error_diagnostics(diagnostics)
     assert [d.line for d in errors] == [program.error_line], _shown(program.source, program.name, diagnostics)
 
 
@@ -291,7 +279,7 @@ def test_misused_ring_is_reported_at_each_use(target: str) -> None:
     """12.11: a two-dimensional ring used with .at is an error at every such use."""
     program = BY_NAME["ring_2d_at_wait.co"]
     diagnostics = _check(program.source, target, program.name)
-    lines = {d.line for d in _errors(diagnostics)}
+    lines = {d.line for d in error_diagnostics(diagnostics)}
     expected = {
         _line_of(program.source, "wait lanes_full.at(k);"),
         _line_of(program.source, "trigger lanes_full.at(k)"),
@@ -302,7 +290,7 @@ def test_misused_ring_is_reported_at_each_use(target: str) -> None:
 def test_declared_twice_says_where_the_first_declaration_is() -> None:
     program = BY_NAME["declared_twice_event.co"]
     diagnostics = _check(program.source, "cuda", program.name)
-    first = _errors(diagnostics)[0]
+    first = error_diagnostics(diagnostics)[0]
     assert first.line == program.error_line
     assert _mentions_line(first, program.error_line - 1), _shown(program.source, program.name, diagnostics)
 
@@ -311,7 +299,7 @@ def test_second_wait_says_where_the_first_wait_is() -> None:
     """futures.md / section 11: a second consumption names the earlier consumption's location."""
     program = BY_NAME["future_waited_twice_in_if.co"]
     diagnostics = _check(program.source, "cuda", program.name)
-    first = _errors(diagnostics)[0]
+    first = error_diagnostics(diagnostics)[0]
     assert first.line == program.error_line
     earlier = _line_of(program.source, "wait row_ld;")
     assert earlier < program.error_line
@@ -320,7 +308,7 @@ def test_second_wait_says_where_the_first_wait_is() -> None:
 
 def test_error_column_is_the_offending_name() -> None:
     program = BY_NAME["undeclared_param_typo.co"]
-    first = _errors(_check(program.source, "cuda", program.name))[0]
+    first = error_diagnostics(_check(program.source, "cuda", program.name))[0]
     line = program.source.splitlines()[program.error_line - 1]
     assert first.line == program.error_line
     assert first.column == line.index("alhpa") + 1
@@ -340,7 +328,7 @@ __co__ f32 [64] scaled(f32 [64] x) {
 }
 """
     diagnostics = _check(source)
-    errors = _errors(diagnostics)
+    errors = error_diagnostics(diagnostics)
     line = _line_of(source, "nope_v")
     assert errors and errors[0].line == line, _shown(source, "<test>", diagnostics)
     assert errors[0].column == source.splitlines()[line - 1].index("nope_v") + 1
@@ -360,10 +348,10 @@ __co__ f32 [8, 64] ident(f32 [8, 64] x) {
   return y;
 }
 """
-    assert not _errors(ck.check(source, defines={"THREADS": 64}))
-    zero = _errors(ck.check(source, defines={"THREADS": 0}))
+    assert not error_diagnostics(ck.check(source, defines={"THREADS": 64}))
+    zero = error_diagnostics(ck.check(source, defines={"THREADS": 0}))
     assert zero and zero[0].line == _line_of(source, "parallel t by THREADS")
-    assert _errors(ck.check(source)), "THREADS is undeclared without the define"
+    assert error_diagnostics(ck.check(source)), "THREADS is undeclared without the define"
 
 
 def test_explicit_arrival_count_that_differs_is_a_warning() -> None:
@@ -390,7 +378,7 @@ __co__ f32 [B, 32] hand(f32 [B, 32] x) {
 """
     for target in ALL_TARGETS:
         diagnostics = _check(source, target)
-        assert not _errors(diagnostics), _shown(source, "<test>", diagnostics)
+        assert not error_diagnostics(diagnostics), _shown(source, "<test>", diagnostics)
         assert _warnings(diagnostics), _shown(source, "<test>", diagnostics)
 
 
