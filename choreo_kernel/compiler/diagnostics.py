@@ -29,9 +29,6 @@ class Span:
         return Span(self.line, self.column, other.end_line, other.end_column)
 
 
-UNKNOWN_SPAN = Span(1, 1, 1, 1)
-
-
 @dataclass(frozen=True)
 class Note:
     """A related place (where a name was first declared, where a future was waited)."""
@@ -86,6 +83,13 @@ class DiagnosticSink:
 
     def warning(self, message: str, span: Span, *notes: Note) -> None:
         self.diagnostics.append(Diagnostic(WARNING, message, span, tuple(notes)))
+
+    def target_rule(self, target: str, message: str, span: Span, *notes: Note) -> None:
+        """A rule of the CUDA/Hopper target: an error there, a portability warning on sim (12.10)."""
+        if target == "cuda":
+            self.error(message, span, *notes)
+        else:
+            self.warning(f"would not run on CUDA: {message}", span, *notes)
 
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(diagnostics)

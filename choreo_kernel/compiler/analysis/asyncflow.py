@@ -68,12 +68,6 @@ class AsyncFlow:
         self._check_events()
         self._block(body.body, {})
 
-    def _hopper_rule(self, message: str, span: object, *notes: Note) -> None:
-        if self.target == "cuda":
-            self.sink.error(message, span, *notes)  # type: ignore[arg-type]
-        else:
-            self.sink.warning(f"would not run on CUDA: {message}", span, *notes)  # type: ignore[arg-type]
-
     # ------------------------------------------------------ whole-function facts
 
     def _collect(self, stmt: ast.Stmt, loops: tuple[ast.Stmt, ...]) -> None:
@@ -144,7 +138,7 @@ class AsyncFlow:
             self.sink.warning(
                 f"event '{event.name}' states {stated} arrivals (event<{stated}>), but {derived} threads trigger it "
                 f"directly; the stated count wins",
-                event.span,  # type: ignore[arg-type]
+                event.span,
             )
 
     def _check_deadlock(self, use: EventUse, triggered: bool) -> None:
@@ -157,7 +151,7 @@ class AsyncFlow:
             f"certain deadlock: '{event.name}' is never triggered by any path and is not '= ready', "
             "so this wait blocks forever",
             use.statement.span,
-            Note(f"'{event.name}' is declared here", event.span),  # type: ignore[arg-type]
+            Note(f"'{event.name}' is declared here", event.span),
         )
 
     def _check_ring_use(self, use: EventUse) -> None:
@@ -228,7 +222,7 @@ class AsyncFlow:
                 if outer is not None and not _trip_is_multiple(declaration, size):
                     yield symbol.name, outer
             elif symbol.mutable and isinstance(declaration, ast.Stmt):
-                outer = self._restarting_loop(declaration, declared_in, inclusive=False)
+                outer = self._restarting_loop(declaration, declared_in)
                 if outer is not None:
                     yield symbol.name, outer
                 for reset_symbol, loops in self.constant_resets:
@@ -258,9 +252,7 @@ class AsyncFlow:
                     loops |= self._loops_ordering(init, seen)
         return loops
 
-    def _restarting_loop(
-        self, stmt: ast.Stmt, declared_in: set[int], inclusive: bool = False
-    ) -> ast.Stmt | None:
+    def _restarting_loop(self, stmt: ast.Stmt, declared_in: set[int]) -> ast.Stmt | None:
         """The innermost loop around `stmt` that lies inside the ring's lifetime and may run twice."""
         for loop in reversed(self.loops_at.get(id(stmt), ())):
             if id(loop) in declared_in:
@@ -468,7 +460,8 @@ class AsyncFlow:
                     stmt.span,
                 )
             elif kind == "dma":
-                self._hopper_rule(
+                self.sink.target_rule(
+                    self.target,
                     f"'trigger {event} after {name}': '{name}' is a plain async copy (dma.copy), which has no "
                     f"native completion event on CUDA; {instead}",
                     stmt.span,

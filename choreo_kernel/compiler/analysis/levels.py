@@ -169,11 +169,8 @@ def _nests_badly_inside(stmt: ast.Parallel, index: int, level: str) -> bool:
     )
 
 
-def check_sibling_threads(
-    stmt: ast.Parallel, levels_of: dict[int, tuple[str, ...]], context: Context, sink: DiagnosticSink
-) -> None:
+def check_sibling_threads(stmt: ast.Parallel, filled: tuple[str, ...], sink: DiagnosticSink) -> None:
     """Inner parallels of one block must agree on the block size (language.md 12.9)."""
-    filled = levels_of[id(stmt)]
     if "block" not in filled or filled[-1] != "block":
         total = thread_count(stmt, filled) if "block" in filled else None
         if total is not None and total > MAX_THREADS_PER_BLOCK:

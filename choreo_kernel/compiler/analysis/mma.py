@@ -21,6 +21,7 @@ from choreo_kernel.compiler.analysis.values import (
     Dim,
     Fragment,
     FutureInfo,
+    Symbol,
     Tiling,
     Unknown,
     shape_text,
@@ -118,7 +119,7 @@ def _check_swizzle(resolver: Resolver, operand: Data, operation: ast.Operation) 
             "or let the compiler choose",
             operation.span,
             Note(f"'{operand.root}' is written with .swiz<{swizzle}> here", span),
-            Note(f"'{operand.root}' is declared here", symbol.span),  # type: ignore[arg-type]
+            Note(f"'{operand.root}' is declared here", symbol.span),
         )
 
 
@@ -181,23 +182,23 @@ def _check_hopper_shape(
 
 
 def _infer_accumulator(
-    resolver: Resolver, symbol: object, shape: tuple[Dim, Dim], operation: ast.Operation, acc_expr: ast.Expr
+    resolver: Resolver, symbol: Symbol, shape: tuple[Dim, Dim], operation: ast.Operation, acc_expr: ast.Expr
 ) -> None:
     """The accumulator's shape is taken from its first use; later uses must agree."""
-    existing = symbol.accumulator_shape  # type: ignore[attr-defined]
+    existing = symbol.accumulator_shape
     if existing is None:
-        symbol.accumulator_shape = shape  # type: ignore[attr-defined]
+        symbol.accumulator_shape = shape
         return
     if any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(existing, shape)):
         resolver.error(
-            f"accumulator '{symbol.name}' is {shape_text(existing)} from its first use, "  # type: ignore[attr-defined]
+            f"accumulator '{symbol.name}' is {shape_text(existing)} from its first use, "
             f"but this MMA produces {shape_text(shape)}",
             acc_expr.span,
         )
 
 
 def _check_accumulator_owner(
-    resolver: Resolver, symbol: object, operation: ast.Operation, context: Context
+    resolver: Resolver, symbol: Symbol, operation: ast.Operation, context: Context
 ) -> None:
     """An accumulator declared above the warpgroup level must serve exactly one warpgroup (12.5)."""
     declaration = getattr(symbol, "declaration", None)
@@ -207,9 +208,9 @@ def _check_accumulator_owner(
     for level in context.levels:
         if level.name == "group-4" and isinstance(level.count, int) and level.count > 1:
             resolver.error(
-                f"accumulator '{symbol.name}' is declared outside the warpgroup scope, but "  # type: ignore[attr-defined]
+                f"accumulator '{symbol.name}' is declared outside the warpgroup scope, but "
                 f"{level.count} warpgroups run this MMA: declare it inside the 'group-4' scope, one per warpgroup",
                 operation.span,
-                Note("the accumulator is declared here", symbol.span),  # type: ignore[attr-defined]
+                Note("the accumulator is declared here", symbol.span),
             )
             return

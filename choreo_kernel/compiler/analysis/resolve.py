@@ -83,11 +83,7 @@ class Resolver:
         self.sink.error(message, span, *notes)
 
     def hopper_rule(self, message: str, span: Span, *notes: Note) -> None:
-        """A rule of the CUDA/Hopper target: an error there, a portability warning on sim (12.10)."""
-        if self.target == "cuda":
-            self.sink.error(message, span, *notes)
-        else:
-            self.sink.warning(f"would not run on CUDA: {message}", span, *notes)
+        self.sink.target_rule(self.target, message, span, *notes)
 
     # ------------------------------------------------------------- functions
 
@@ -132,7 +128,7 @@ class Resolver:
             self.error(
                 f"'{symbol.name}' is declared twice in this scope",
                 span,
-                Note(f"'{symbol.name}' was first declared here", existing.span),  # type: ignore[arg-type]
+                Note(f"'{symbol.name}' was first declared here", existing.span),
             )
             return existing
         self.scope.symbols[symbol.name] = symbol
@@ -352,7 +348,7 @@ class Resolver:
                 "launched asynchronously",
                 stmt.span,
             )
-        levels.check_sibling_threads(stmt, self.info.levels_of, context, self.sink)
+        levels.check_sibling_threads(stmt, filled, self.sink)
         inner = context.enter(levels=tuple(entered))
 
         def declare() -> None:
@@ -458,7 +454,7 @@ class Resolver:
 
         def declare() -> None:
             for symbol in declared:
-                self._declare(symbol, symbol.span)  # type: ignore[arg-type]
+                self._declare(symbol, symbol.span)
 
         self._body(stmt.body, context, declare)
 
@@ -576,7 +572,7 @@ class Resolver:
                     f"'{target.id}' is immutable and cannot be re-assigned; only 'mutable' values can be "
                     f"(declare it as 'mutable int {target.id} = ...')",
                     target.span,
-                    Note(f"'{target.id}' is declared here", symbol.span),  # type: ignore[arg-type]
+                    Note(f"'{target.id}' is declared here", symbol.span),
                 )
             return
         target_value = self._expr(target)
@@ -1118,7 +1114,7 @@ class Resolver:
             return self._builtin_call(callee.id, expr)
         target = self._expr(callee)
         if isinstance(target, (Shape, ITuple)):
-            return self._dimension_of(target, expr)
+            return self._dimension_of(target, expr.args, expr.span)
         if isinstance(target, Bounded):
             # j(k): the value k of a with-variable's range; j(-1) is #j - 1 (12.8).
             if len(expr.args) != 1:
@@ -1157,18 +1153,17 @@ class Resolver:
         result = types[0] if types[0] in FLOAT_TYPES else "f32"
         return Scalar(result)
 
-    def _dimension_of(self, value: Shape | ITuple, expr: ast.Call) -> Value:
+    def _dimension_of(self, value: Shape | ITuple, args: Sequence[ast.Expr], span: Span) -> Value:
+        """`s(i)`, `x.span(i)`: dimension i of a shape (or item i of a tuple)."""
         items = value.dims if isinstance(value, Shape) else value.items
-        if len(expr.args) != 1:
-            self.error("a dimension is selected with one index: s(i)", expr.span)
+        if len(args) != 1:
+            self.error("a dimension is selected with one index: s(i)", span)
             return Scalar("s32")
-        index_value = self._expr(expr.args[0])
+        index_value = self._expr(args[0])
         index = index_value.const if isinstance(index_value, Scalar) else None
         if isinstance(index, int):
             if not -len(items) <= index < len(items):
-                self.error(
-                    f"dimension {index} is out of range for a rank-{len(items)} shape", expr.args[0].span
-                )
+                self.error(f"dimension {index} is out of range for a rank-{len(items)} shape", args[0].span)
                 return Scalar("s32")
             return Scalar("s32", items[index])
         return Scalar("s32")
@@ -1292,11 +1287,7 @@ class Resolver:
         if name == "data":
             return data if args is None else self._data_member(data, "at", expr, args)
         if name == "span":
-            return (
-                Shape(data.dims)
-                if args is None
-                else self._dimension_of(Shape(data.dims), ast.Call(expr.span, expr, args))
-            )
+            return Shape(data.dims) if args is None else self._dimension_of(Shape(data.dims), args, expr.span)
         # f.at(i): a shorthand for f.data.at(i)
         return self._data_member(data, name, expr, args)
 
@@ -1353,7 +1344,7 @@ class Resolver:
         if name == "span":
             if args is None:
                 return Shape(data.dims)
-            return self._dimension_of(Shape(data.dims), ast.Call(expr.span, expr, args))
+            return self._dimension_of(Shape(data.dims), args, expr.span)
         if args is None:
             self.error(f"spanned data has no member '.{name}'", expr.name_span)
             return UNKNOWN

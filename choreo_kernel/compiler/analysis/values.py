@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from choreo_kernel.compiler.diagnostics import Span
+
 if TYPE_CHECKING:
     from choreo_kernel.compiler import ast
 
@@ -37,10 +39,6 @@ ELEMENT_BYTES = {
 }
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
-
-
-def dim_text(dim: Dim) -> str:
-    return str(dim)
 
 
 def fold(op: str, a: Dim, b: Dim) -> Dim:
@@ -264,11 +262,10 @@ class Symbol:
 
     name: str
     value: Value
-    span: object  # the Span of its declaration
+    span: Span  # where it is declared
     mutable: bool = False
     declaration: object = None  # the declaring AST node
     origin: str = ""  # "param", "dim", "parallel", "foreach", "with", "local"...
     future: FutureInfo | None = None
     accumulator_shape: tuple[Dim, ...] | None = None
-    accumulator_level: int = 0  # how many warpgroups share it (0: unknown)
     depends_on: frozenset[str] = field(default_factory=frozenset)
