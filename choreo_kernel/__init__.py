@@ -8,7 +8,8 @@ The public API (design/architecture.md 3.1)::
 """
 
 from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic, Span
-from choreo_kernel.compiler.driver import Module, check, compile
+from choreo_kernel.compiler.driver import check
+from choreo_kernel.module import Module, compile
 
 __all__ = ["ChoreoError", "Diagnostic", "Module", "Span", "check", "compile"]
 __version__ = "0.1.0"

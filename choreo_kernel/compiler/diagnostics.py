@@ -111,9 +111,20 @@ class ChoreoError(Exception):
         self.diagnostics = list(diagnostics)
         self.source = source
         self.filename = filename
+        self.message = ""
         super().__init__(self.render())
 
+    @classmethod
+    def simple(cls, message: str) -> ChoreoError:
+        """An error found when running (bad arguments, a failed launch): no source position."""
+        error = cls([])
+        error.message = message
+        error.args = (message,)
+        return error
+
     def render(self) -> str:
+        if self.message:
+            return self.message
         lines = self.source.splitlines()
         return "\n".join(render_diagnostic(d, lines, self.filename) for d in self.diagnostics)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.asyncflow import AsyncFlow
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo, Resolver
-from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, DiagnosticSink, Note, Span
+from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, DiagnosticSink, Note, Span
 from choreo_kernel.compiler.parser import parse
 from choreo_kernel.compiler.preprocess import preprocess
 
@@ -79,30 +79,6 @@ def check(
 ) -> list[Diagnostic]:
     """All diagnostics (errors and warnings) of `source`, in source order."""
     return analyze(source, defines, target).diagnostics
-
-
-@dataclass
-class Module:
-    """A compiled source: its functions and the warnings that did not stop compilation."""
-
-    source: str
-    functions: list[str]
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    target: str = "cuda"
-
-
-def compile(
-    source: str,
-    defines: Mapping[str, object] | None = None,
-    target: str = "auto",
-    filename: str = "<source>",
-) -> Module:
-    """Analyze `source` and raise `ChoreoError` if it has any error."""
-    resolved = resolve_target(target)
-    analysis = analyze(source, defines, "cuda" if resolved == "cuda" else "sim")
-    if analysis.has_errors:
-        raise ChoreoError(analysis.diagnostics, source, filename)
-    return Module(source, list(analysis.functions), analysis.diagnostics, resolved)
 
 
 def resolve_target(target: str) -> str:

@@ -1,0 +1,107 @@
+"""`ck.compile`: a compiled source whose `__co__` functions run on the chosen backend.
+
+This is the one place that joins the compiler core to the runtimes, so the core stays free
+of CuPy and the backends are imported only when a function is first called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic
+from choreo_kernel.compiler.driver import Analysis, analyze, resolve_target
+
+if TYPE_CHECKING:
+    from choreo_kernel.compiler.graph import Graph
+
+
+class Module:
+    """A compiled source: call its functions by name, look at its graph and its CUDA code."""
+
+    def __init__(self, analysis: Analysis, source: str, target: str, filename: str = "<source>") -> None:
+        self.analysis = analysis
+        self.source = source
+        self.target = target
+        self.filename = filename
+
+    @property
+    def functions(self) -> list[str]:
+        """Names of the `__co__` functions, in source order."""
+        return list(self.analysis.functions)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Warnings that did not stop compilation."""
+        return self.analysis.diagnostics
+
+    def graph(self, name: str | None = None) -> Graph:
+        """The future/event dependency graph of function `name` (the only one when omitted)."""
+        from choreo_kernel.compiler.graph import build_graph
+
+        return build_graph(self.analysis, self._function_name(name))
+
+    @cached_property
+    def cuda_source(self) -> str:
+        """The emitted CUDA C++ of every function (available whatever the target)."""
+        from choreo_kernel.compiler.cuda import emit_program
+
+        return emit_program(self.analysis, self.filename)
+
+    @cached_property
+    def _backend(self) -> Any:
+        if self.target == "cuda":
+            from choreo_kernel.runtime.cuda import CudaBackend
+
+            return CudaBackend(self.analysis, self.cuda_source)
+        from choreo_kernel.runtime.sim import SimBackend
+
+        return SimBackend(self.analysis)
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """The callable for `__co__` function `name` on this module's target."""
+        return self._backend.function(self._function_name(name))
+
+    def _function_name(self, name: str | None) -> str:
+        if name is None:
+            if len(self.functions) != 1:
+                raise ValueError(f"this module has functions {', '.join(self.functions)}: name one")
+            return self.functions[0]
+        if name not in self.analysis.functions:
+            raise AttributeError(
+                f"no __co__ function '{name}' in this module (it has: {', '.join(self.functions) or 'none'})"
+            )
+        return name
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_") or name not in self.__dict__.get("analysis", _NO_ANALYSIS).functions:
+            raise AttributeError(name)
+        return self.function(name)
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.functions]
+
+    def __repr__(self) -> str:
+        return f"<choreo Module target={self.target} functions={self.functions}>"
+
+
+class _NoAnalysis:
+    functions: dict[str, object] = {}
+
+
+_NO_ANALYSIS = _NoAnalysis()
+
+
+def compile(
+    source: str,
+    defines: Mapping[str, object] | None = None,
+    target: str = "auto",
+    filename: str = "<source>",
+) -> Module:
+    """Analyze `source` for `target` (auto: cuda with a GPU and CuPy, else sim); raise `ChoreoError` on any error."""
+    resolved = resolve_target(target)
+    analysis = analyze(source, defines, resolved)
+    if analysis.has_errors:
+        raise ChoreoError(analysis.diagnostics, source, filename)
+    return Module(analysis, source, resolved, filename)

@@ -1,0 +1,1 @@
+"""Backends that run analyzed programs: `sim` (NumPy, everywhere) and `cuda` (CuPy, Hopper)."""

@@ -1,0 +1,150 @@
+"""Check call arguments against a `__co__` signature before anything runs, on every backend.
+
+Symbolic dimensions (`f16 [M, K] a, f16 [N, K] b`) bind at their first use and must agree
+everywhere else; a mismatch names the parameter, the dimension and both sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.diagnostics import ChoreoError
+from choreo_kernel.runtime.dtypes import element_type_of
+
+_C_INT_OPS = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
+    "%": lambda a, b: a - (abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)) * b,
+}
+
+
+@dataclass
+class BoundArguments:
+    """The arguments in parameter order and the value of every symbolic dimension."""
+
+    values: list[Any]
+    dims: dict[str, int] = field(default_factory=dict)
+
+
+def bind_arguments(function: ast.Function, args: Sequence[Any]) -> BoundArguments:
+    """Match `args` to `function`'s parameters; raise `ChoreoError` on the first mismatch."""
+    params = function.params
+    if len(args) != len(params):
+        expected = ", ".join(_describe(p) for p in params)
+        raise ChoreoError.simple(
+            f"{function.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
+            f"({expected}), got {len(args)}"
+        )
+    bound = BoundArguments(list(args))
+    for param, value in zip(params, args):
+        if param.type.shape is None:
+            _check_scalar(function, param, value)
+        else:
+            _check_array(function, param, value, bound.dims)
+    return bound
+
+
+def _describe(param: ast.Param) -> str:
+    ref = param.type
+    if ref.shape is None:
+        return f"{ref.name} {param.name}"
+    return f"{ref.name} [{', '.join(_dim_text(d) for d in ref.shape)}] {param.name}"
+
+
+def _dim_text(dim: ast.Expr) -> str:
+    if isinstance(dim, ast.IntLiteral):
+        return str(dim.value)
+    if isinstance(dim, ast.Name):
+        return dim.id
+    if isinstance(dim, ast.Paren):
+        return f"({_dim_text(dim.inner)})"
+    if isinstance(dim, ast.Binary):
+        return f"{_dim_text(dim.left)} {dim.op} {_dim_text(dim.right)}"
+    return "?"
+
+
+def _check_scalar(function: ast.Function, param: ast.Param, value: Any) -> None:
+    kind = param.type.name
+    if kind == "bool":
+        ok = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
+    elif kind.startswith(("s", "u")):
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or _is_integer_scalar(value)
+    else:
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)) or _is_number_scalar(value)
+    if not ok:
+        raise ChoreoError.simple(
+            f"{function.name}(): parameter '{param.name}' is a {kind} scalar, got {type(value).__name__}"
+        )
+
+
+def _is_integer_scalar(value: Any) -> bool:
+    return getattr(value, "shape", None) == () and getattr(value.dtype, "kind", "") in "iu"
+
+
+def _is_number_scalar(value: Any) -> bool:
+    return getattr(value, "shape", None) == () and getattr(value.dtype, "kind", "") in "iuf"
+
+
+def _check_array(function: ast.Function, param: ast.Param, value: Any, dims: dict[str, int]) -> None:
+    where = f"{function.name}(): parameter '{param.name}'"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        raise ChoreoError.simple(f"{where} is an array {_describe(param)}, got {type(value).__name__}")
+    expected_dims = param.type.shape
+    assert expected_dims is not None
+    if len(shape) != len(expected_dims):
+        raise ChoreoError.simple(
+            f"{where} has rank {len(expected_dims)} ({_describe(param)}), got an array of rank {len(shape)}"
+        )
+    element = element_type_of(dtype)
+    if element != param.type.name and not (param.type.name == "tf32" and element == "f32"):
+        raise ChoreoError.simple(f"{where} has element type {param.type.name}, got {dtype}")
+    for axis, (dim, size) in enumerate(zip(expected_dims, shape)):
+        if isinstance(dim, ast.AnyDim):
+            continue
+        if isinstance(dim, ast.Name) and dim.id not in dims:
+            dims[dim.id] = int(size)
+            continue
+        expected = _evaluate(dim, dims)
+        if expected is not None and expected != size:
+            raise ChoreoError.simple(
+                f"{where}: dimension {axis} ({_dim_text(dim)}) must be {expected}"
+                f"{_binding_hint(dim, dims)}, got {size}"
+            )
+
+
+def _binding_hint(dim: ast.Expr, dims: dict[str, int]) -> str:
+    names = sorted({n.id for n in _names(dim)} & dims.keys())
+    return f" ({', '.join(f'{n} = {dims[n]}' for n in names)} from earlier arguments)" if names else ""
+
+
+def _names(expr: ast.Expr) -> list[ast.Name]:
+    if isinstance(expr, ast.Name):
+        return [expr]
+    if isinstance(expr, ast.Paren):
+        return _names(expr.inner)
+    if isinstance(expr, ast.Binary):
+        return _names(expr.left) + _names(expr.right)
+    return []
+
+
+def _evaluate(expr: ast.Expr, dims: dict[str, int]) -> int | None:
+    """A dimension expression's value (C integer arithmetic); None when a name is still unbound."""
+    if isinstance(expr, ast.IntLiteral):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return dims.get(expr.id)
+    if isinstance(expr, ast.Paren):
+        return _evaluate(expr.inner, dims)
+    if isinstance(expr, ast.Binary) and expr.op in _C_INT_OPS:
+        left, right = _evaluate(expr.left, dims), _evaluate(expr.right, dims)
+        if left is None or right is None or (expr.op in "/%" and right == 0):
+            return None
+        return int(_C_INT_OPS[expr.op](left, right))
+    return None
