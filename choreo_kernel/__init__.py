@@ -7,9 +7,18 @@ The public API (design/architecture.md 3.1)::
     mod = ck.compile(source, defines={"TILE_K": 64})
 """
 
+from typing import Any
+
 from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic, Span
 from choreo_kernel.compiler.driver import check
 from choreo_kernel.module import Module, compile
 
 __all__ = ["ChoreoError", "Diagnostic", "Module", "Span", "check", "compile"]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext choreo_kernel`: the `%%choreo` cell magic; IPython is imported only now."""
+    from choreo_kernel.kernel.magics import load_ipython_extension as load
+
+    load(ipython)

@@ -100,6 +100,68 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     check.set_defaults(run=run_check)
+
+    emit = commands.add_parser(
+        "emit",
+        help="write the CUDA C++ that a Choreo source compiles to",
+        description="Write one self-contained CUDA C++ translation unit for FILE (the device header "
+        "inlined): it builds with nvcc -gencode=arch=compute_90a,code=sm_90a -cubin. Exit 0 when "
+        "written, 1 on errors in the source, 2 on a usage or I/O problem.",
+    )
+    emit.add_argument("file", metavar="FILE", help="a Choreo source file (.co)")
+    emit.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
+    emit.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        type=parse_define,
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a preprocessor macro, as with a C compiler (repeatable)",
+    )
+    emit.set_defaults(run=run_emit)
+
+    graph = commands.add_parser(
+        "graph",
+        help="draw the future/event dependency graph of a __co__ function",
+        description="Write the dependency graph of one __co__ function of FILE (futures, events, waits, "
+        "triggers, async paths) as Graphviz DOT, SVG or JSON. Exit 0 when written, 1 on errors in the "
+        "source, 2 on a usage or I/O problem.",
+    )
+    graph.add_argument("file", metavar="FILE", help="a Choreo source file (.co)")
+    graph.add_argument("--function", metavar="F", help="the __co__ function (needed when FILE has several)")
+    graph.add_argument(
+        "--format", choices=("dot", "svg", "json"), default="dot", help="what to write (default: dot)"
+    )
+    graph.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
+    graph.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="cuda",
+        help="analyze for this backend; CUDA-only rules are warnings on sim (default: cuda)",
+    )
+    graph.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        type=parse_define,
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a preprocessor macro, as with a C compiler (repeatable)",
+    )
+    graph.set_defaults(run=run_graph)
+
+    install = commands.add_parser(
+        "install",
+        help="install the Choreo Jupyter kernelspec for this Python",
+        description="Install the 'choreo' kernelspec, running this Python, for a Jupyter outside "
+        "this environment (pip install already adds one to this environment).",
+    )
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="for the current user only")
+    where.add_argument("--sys-prefix", action="store_true", help=f"in this environment ({sys.prefix})")
+    where.add_argument("--prefix", metavar="P", help="under P/share/jupyter/kernels")
+    install.set_defaults(run=run_install)
     return parser
 
 
@@ -153,6 +215,108 @@ def run_check(args: argparse.Namespace) -> int:
     if unreadable:
         return EXIT_USAGE
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def run_install(args: argparse.Namespace) -> int:
+    """`choreo install`: Jupyter is imported only here, so the other commands work without it."""
+    from choreo_kernel.kernel.install import install
+
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    try:
+        path = install(user=args.user, prefix=prefix)
+    except OSError as err:
+        print(f"choreo: error: cannot install the kernelspec: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"Installed the Choreo kernelspec in {path}")
+    return EXIT_OK
+
+
+def run_emit(args: argparse.Namespace) -> int:
+    """`choreo emit`: diagnostics as `check` prints them, else the CUDA translation unit."""
+    from choreo_kernel.compiler.cuda import emit_program
+    from choreo_kernel.compiler.driver import analyze
+
+    path = args.file
+    try:
+        source = read_source(path)
+    except SourceFileError as err:
+        print(f"choreo: error: {path}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    analysis = analyze(source, dict(args.defines) or None, target="cuda")
+    try:
+        if analysis.has_errors:
+            raise ck.ChoreoError(analysis.diagnostics, source, path)
+        cuda = emit_program(analysis, Path(path).name, self_contained=True)
+    except ck.ChoreoError as err:
+        for diagnostic in err.diagnostics:
+            print(diagnostic.render(source, path))
+        return EXIT_ERRORS
+    if args.output is None:
+        sys.stdout.write(cuda)
+        return EXIT_OK
+    try:
+        Path(args.output).write_text(cuda, encoding="utf-8")
+    except OSError as err:
+        print(f"choreo: error: {args.output}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def run_graph(args: argparse.Namespace) -> int:
+    """`choreo graph`: diagnostics as `check` prints them when the source has errors, else the graph."""
+    from choreo_kernel.compiler.driver import analyze
+    from choreo_kernel.compiler.graph import GraphvizMissing, build_graph
+
+    path = args.file
+    try:
+        source = read_source(path)
+    except SourceFileError as err:
+        print(f"choreo: error: {path}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    analysis = analyze(source, dict(args.defines) or None, target=args.target)
+    if analysis.has_errors:
+        for diagnostic in analysis.diagnostics:
+            print(diagnostic.render(source, path))
+        return EXIT_ERRORS
+    for warning in analysis.diagnostics:  # on stderr: standard output is the graph
+        print(warning.render(source, path), file=sys.stderr)
+    functions = list(analysis.functions)
+    name = args.function or (functions[0] if len(functions) == 1 else None)
+    if not functions:
+        print(f"choreo: error: {path}: has no __co__ function", file=sys.stderr)
+        return EXIT_USAGE
+    if name not in analysis.functions:
+        asked = f"no __co__ function '{name}'" if name else "several __co__ functions"
+        print(
+            f"choreo: error: {path}: has {asked}; use --function with one of: {', '.join(functions)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    graph = build_graph(analysis, name)
+    if args.format == "json":
+        text = graph.to_json() + "\n"
+    elif args.format == "svg":
+        try:
+            text = graph.to_svg()
+        except GraphvizMissing as missing:
+            print(f"choreo: warning: {missing}; writing the DOT text instead", file=sys.stderr)
+            text = graph.to_dot()
+    else:
+        text = graph.to_dot()
+    return _write_output(text, args.output)
+
+
+def _write_output(text: str, output: str | None) -> int:
+    """Write to standard output, or to the file `output` (a problem with it is one line, exit 2)."""
+    if output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as err:
+        print(f"choreo: error: {output}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,7 +57,7 @@ class Module:
             return CudaBackend(self.analysis, self.cuda_source)
         from choreo_kernel.runtime.sim import SimBackend
 
-        return SimBackend(self.analysis)
+        return SimBackend(self.analysis, source=self.source, filename=self.filename)
 
     def function(self, name: str) -> Callable[..., Any]:
         """The callable for `__co__` function `name` on this module's target."""

@@ -459,6 +459,13 @@ def child_statements(stmt: Stmt) -> Iterator[Stmt]:
             yield from (item for item in value if isinstance(item, Stmt))
 
 
+def walk_statements(stmt: Stmt) -> Iterator[Stmt]:
+    """`stmt` and every statement nested in it, outermost first."""
+    yield stmt
+    for child in child_statements(stmt):
+        yield from walk_statements(child)
+
+
 def walk_expr(expr: Expr) -> Iterator[Expr]:
     """Every sub-expression of `expr`, itself first."""
     yield expr

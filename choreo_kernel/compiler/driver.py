@@ -9,6 +9,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.asyncflow import AsyncFlow
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo, Resolver
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, DiagnosticSink, Note, Span
+from choreo_kernel.compiler.graph.checks import check_dependencies
 from choreo_kernel.compiler.parser import parse
 from choreo_kernel.compiler.preprocess import preprocess
 
@@ -53,6 +54,7 @@ def analyze(
             continue
         info = Resolver(sink, target, names).function(function)
         AsyncFlow(info, sink, target).run()
+        check_dependencies(info, sink)
         functions[function.name] = info
     if not program.functions and source.strip() and not sink.has_errors:
         sink.warning("no '__co__' function found", Span(1, 1, 1, 2))

@@ -1,0 +1,22 @@
+"""Lowering to CUDA C++ for Hopper (sm_90a): kernels, their host plans, and a header of PTX wrappers.
+
+No CuPy here: the runtime (choreo_kernel/runtime/cuda.py) compiles and launches what this emits.
+"""
+
+from choreo_kernel.compiler.cuda.emit import (
+    HEADER,
+    LoweredProgram,
+    emit_program,
+    header_text,
+    inline_header,
+    lower_program,
+)
+
+__all__ = [
+    "HEADER",
+    "LoweredProgram",
+    "emit_program",
+    "header_text",
+    "inline_header",
+    "lower_program",
+]

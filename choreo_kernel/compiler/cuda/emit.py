@@ -1,0 +1,365 @@
+"""Lowering a whole source: each function's host plan and kernels, assembled into one translation unit.
+
+A function's statements at host level become a `FunctionPlan` for the runtime; each
+outermost `parallel` becomes one `__global__` kernel named after the function. The wgmma
+forms the kernels use are generated once, before them (wgmma.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.values import UNKNOWN, Scalar, Symbol
+from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.expressions import Expressions
+from choreo_kernel.compiler.cuda.plan import (
+    FunctionPlan,
+    HostBuffer,
+    HostScalar,
+    KernelParameter,
+    Launch,
+    Step,
+    WaitSite,
+)
+from choreo_kernel.compiler.cuda.statements import SHARED_ALIGNMENT, KernelEmitter, names_in
+from choreo_kernel.compiler.cuda.views import LoweringError, Operand, ShapeValue, Value, View, buffer
+from choreo_kernel.compiler.cuda.writer import CodeWriter, Names, source_names
+from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
+from choreo_kernel.compiler.driver import Analysis
+
+HEADER = "choreo_runtime.cuh"
+
+
+def header_text() -> str:
+    """The device library that every emitted translation unit includes."""
+    return resources.files("choreo_kernel.compiler.cuda").joinpath(HEADER).read_text(encoding="utf-8")
+
+
+@dataclass
+class LoweredProgram:
+    """The emitted CUDA (including the header by name), each function's plan, and what could not be lowered."""
+
+    source: str
+    plans: dict[str, FunctionPlan] = field(default_factory=dict)
+    errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
+
+
+def lower_program(analysis: Analysis, filename: str = "<source>") -> LoweredProgram:
+    from choreo_kernel import __version__
+
+    out = CodeWriter()
+    out.line(f"// CUDA C++ emitted by choreo-kernel {__version__} from {filename}, for sm_90a.")
+    out.line("// Each block is marked with the Choreo line it implements.")
+    out.line(f'#include "{HEADER}"')
+    program = LoweredProgram("")
+    kernel_names = Names(set())
+    functions = CodeWriter()
+    wrappers: dict[str, str] = {}
+    for name, info in analysis.functions.items():
+        lowering = FunctionLowering(info, kernel_names)
+        try:
+            plan, text = lowering.lower()
+        except LoweringError as error:
+            node = error.node if isinstance(error.node, ast.Node) else info.function
+            program.errors[name] = [Diagnostic(ERROR, error.message, node.span, _notes(info.function))]
+            continue
+        program.plans[name] = plan
+        wrappers.update(lowering.wrappers)
+        functions.line()
+        functions.lines.extend(text.splitlines())
+    if wrappers:
+        out.line()
+        out.line(
+            "// The wgmma.mma_async forms these kernels use, generated: each lists all its accumulator registers."
+        )
+        out.line("namespace choreo {")
+        for text in wrappers.values():
+            out.line()
+            out.lines.extend(text.splitlines())
+        out.line("}  // namespace choreo")
+    out.lines.extend(functions.lines)
+    program.source = out.text() + "\n"
+    return program
+
+
+def _notes(function: ast.Function) -> tuple[Note, ...]:
+    return (Note(f"in __co__ function '{function.name}'", function.name_span),)
+
+
+def emit_program(analysis: Analysis, filename: str = "<source>", self_contained: bool = False) -> str:
+    """The CUDA C++ of every function; `self_contained` inlines the header (for nvcc). Raises `ChoreoError`."""
+    lowered = lower_program(analysis, filename)
+    if lowered.errors:
+        diagnostics = [d for errors in lowered.errors.values() for d in errors]
+        raise ChoreoError(diagnostics, "", filename)
+    return inline_header(lowered.source) if self_contained else lowered.source
+
+
+def inline_header(source: str) -> str:
+    """One translation unit: the header's text in place of its #include."""
+    return source.replace(f'#include "{HEADER}"', header_text().replace("#pragma once\n", ""), 1)
+
+
+# ---------------------------------------------------------------------------- one function
+
+
+class FunctionLowering:
+    """The host plan of one function and the CUDA text of its kernels."""
+
+    def __init__(self, info: FunctionInfo, kernel_names: Names) -> None:
+        self.info = info
+        self.function = info.function
+        self.kernel_names = kernel_names
+        self.names = Names(source_names(info.function))
+        self.bindings: dict[Symbol, Value] = {}
+        self.expressions = Expressions(info, self.bindings)
+        self.host_order: list[Symbol] = []  # host-level symbols a kernel may take, in declaration order
+        self.extents: dict[str, KernelParameter] = {}  # C name -> a `?` dimension's parameter
+        self.wait_sites: list[WaitSite] = []
+        self.wrappers: dict[str, str] = {}  # wgmma form name -> its device function
+
+    def lower(self) -> tuple[FunctionPlan, str]:
+        parameters = tuple(self._parameter(param) for param in self.function.params)
+        steps: list[Step] = []
+        kernels: list[str] = []
+        result: ast.Expr | None = None
+        written: set[Symbol] = set()
+        for stmt in self.function.body.body:
+            if isinstance(stmt, ast.Parallel):
+                launch, text, wrote = self._kernel(stmt)
+                steps.append(launch)
+                kernels.append(text)
+                written |= wrote
+            elif isinstance(stmt, ast.Return):
+                result = stmt.value
+            else:
+                step = self._host_statement(stmt)
+                if step is not None:
+                    steps.append(step)
+        written_params = frozenset(s.name for s in written if s.origin == "param")
+        dimensions = tuple(s for s in self.host_order if s.origin == "dim")
+        plan = FunctionPlan(
+            self.function,
+            tuple(steps),
+            result,
+            written_params,
+            tuple(self.wait_sites),
+            parameters,
+            dimensions,
+        )
+        return plan, "\n\n".join(kernels)
+
+    # ------------------------------------------------------------------ host level
+
+    def _parameter(self, param: ast.Param) -> Symbol:
+        symbol = self._symbol_named(param.name, param)
+        shape = param.type.shape
+        if shape is None:
+            self._host(symbol, Operand(cexpr.name(self.names.source(param.name)), param.type.name))
+            return symbol
+        dims = []
+        for axis, dim in enumerate(shape):
+            if isinstance(dim, ast.AnyDim):
+                name = self.names.fresh(f"{param.name}_dim{axis}")
+                self.extents[name] = KernelParameter(name, "extent", "s32", symbol, axis)
+                dims.append(cexpr.name(name))
+                continue
+            for node in _names_in_expr(dim):
+                dim_symbol = self.info.symbol_of.get(id(node))
+                if dim_symbol is not None and dim_symbol not in self.bindings:
+                    self._host(dim_symbol, Operand(cexpr.name(self.names.source(node.id)), "s32"))
+            dims.append(self.expressions.integer(dim))
+        view = buffer(
+            param.type.name, cexpr.name(self.names.source(param.name)), tuple(dims), "global", param.name
+        )
+        self._host(symbol, view)
+        return symbol
+
+    def _symbol_named(self, name: str, declaration: object) -> Symbol:
+        symbol = self.expressions.declared(declaration, name)
+        return symbol or Symbol(  # a parameter nothing refers to
+            name, UNKNOWN, self.function.span, declaration=declaration, origin="param"
+        )
+
+    def _host(self, symbol: Symbol, value: Value) -> None:
+        self.bindings[symbol] = value
+        self.host_order.append(symbol)
+
+    def _host_statement(self, stmt: ast.Stmt) -> Step | None:
+        if isinstance(stmt, ast.Empty | ast.Unsupported):
+            return None
+        if isinstance(stmt, ast.BufferDecl) and not stmt.array_dims:
+            symbol = self._declared(stmt)
+            dims = self.expressions.dims(stmt.shape)
+            view = buffer(stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, "global", stmt.name)
+            if symbol is not None:
+                self._host(symbol, view)
+            if stmt.init is not None and len(stmt.init) != 1:
+                raise LoweringError("the CUDA backend fills a buffer with one value: '{v}'", stmt)
+            fill = stmt.init[0] if stmt.init else None
+            return HostBuffer(symbol, stmt.elem_type, stmt.shape, fill) if symbol is not None else None
+        if isinstance(stmt, ast.ShapeDecl | ast.TupleDecl):
+            symbol = self._declared(stmt)
+            if symbol is not None:
+                self._host(symbol, ShapeValue(self.expressions.dims((stmt.value,))))
+            return None
+        scalar = _host_scalar(stmt)
+        if scalar is not None:
+            symbol = self._declared(stmt)
+            if symbol is None and isinstance(stmt, ast.Assign):
+                raise LoweringError("host-level scalars cannot change on the CUDA backend", stmt)
+            value = symbol.value if symbol is not None else None
+            if symbol is None or not isinstance(value, Scalar):
+                return None
+            if isinstance(value.const, int):  # known at compile time: the kernels use the number
+                self._host(symbol, Operand(cexpr.const(value.const), value.type))
+                return None
+            self._host(symbol, Operand(cexpr.name(self.names.source(symbol.name)), value.type))
+            return HostScalar(symbol, value.type, scalar)
+        raise LoweringError(
+            "at host level (outside every parallel) the CUDA backend runs declarations, parallel blocks and "
+            "'return'; move this statement into a parallel",
+            stmt,
+        )
+
+    def _declared(self, stmt: ast.Stmt) -> Symbol | None:
+        name = getattr(stmt, "name", None)
+        if name is None and isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+        return self.expressions.declared(stmt, name or "")
+
+    # ------------------------------------------------------------------ kernels
+
+    def _kernel(self, stmt: ast.Parallel) -> tuple[Launch, str, set[Symbol]]:
+        names = Names(self.names.taken)
+        bindings = dict(self.bindings)
+        emitter = KernelEmitter(self.info, stmt, bindings, names, self.wait_sites)
+        body = emitter.emit()
+        kernel_name = self.kernel_names.fresh(f"{self.function.name}_kernel")
+        parameters = self._kernel_parameters(stmt, emitter)
+        grid = tuple(count for _, count in emitter.layout.grid())
+        written = emitter.written
+        out = CodeWriter()
+        signature = ", ".join(self._c_parameter(p, written) for p in parameters)
+        out.line(
+            f"// __co__ {self.function.name}, line {self.function.span.line}: kernel for the parallel at line {stmt.span.line}"
+        )
+        bounds = f"{emitter.layout.threads}, 1" if emitter.roles else f"{emitter.layout.threads}"
+        if emitter.roles:
+            out.line(
+                "// one block per SM: its warpgroups trade registers with setmaxnreg (producer and consumers)"
+            )
+        out.line(f'extern "C" __global__ void __launch_bounds__({bounds}) {kernel_name}({signature}) {{')
+        arena = emitter.arena
+        shared_bytes = arena.size
+        if arena.size:
+            layout = ", ".join(f"{name} at {offset}" for name, offset, _ in arena.entries)
+            out.line(f"  // shared memory ({arena.size} bytes): {layout}")
+            if arena.alignment > SHARED_ALIGNMENT:
+                shared_bytes += arena.alignment  # room to align the start
+                out.line(
+                    f"  extern __shared__ __align__({SHARED_ALIGNMENT}) unsigned char {emitter.shared_memory}_raw[];"
+                )
+                out.line(
+                    f"  unsigned char* const {emitter.shared_memory} = "
+                    f"choreo::align_shared({emitter.shared_memory}_raw, {arena.alignment});  // swizzled tiles start here"
+                )
+            else:
+                out.line(
+                    f"  extern __shared__ __align__({arena.alignment}) unsigned char {emitter.shared_memory}[];"
+                )
+        out.lines.extend(body.splitlines())
+        out.line("}")
+        self.wrappers.update(emitter.mma.wrappers())
+        launch = Launch(kernel_name, stmt, grid, emitter.layout.threads, shared_bytes, parameters)
+        return launch, out.text(), written
+
+    def _kernel_parameters(self, stmt: ast.Parallel, emitter: KernelEmitter) -> tuple[KernelParameter, ...]:
+        """The host-level values the kernel refers to (and the dimensions their shapes need), in order."""
+        used = self._used_host_symbols(stmt)
+        parameters: list[KernelParameter] = []
+        for symbol in self.host_order:
+            if symbol not in used:
+                continue
+            value = self.bindings[symbol]
+            c_name = self.names.source(symbol.name)
+            if isinstance(value, View):
+                parameters.append(KernelParameter(c_name, "array", value.elem, symbol))
+                for dim in value.dims:
+                    extent = self.extents.get(dim.text)
+                    if extent is not None:
+                        parameters.append(extent)
+            elif isinstance(value, Operand):
+                kind = "dim" if symbol.origin == "dim" else "scalar"
+                if value.expr.value is None:
+                    parameters.append(KernelParameter(c_name, kind, value.type, symbol))
+        for tensor_map in emitter.tma.maps.values():
+            parameters.append(
+                KernelParameter(
+                    tensor_map.name,
+                    "tensor_map",
+                    tensor_map.element,
+                    tensor_map.symbol,
+                    box=tensor_map.box,
+                    swizzle=tensor_map.swizzle,
+                )
+            )
+        order = {"array": 0, "tensor_map": 1, "extent": 2, "scalar": 3, "dim": 4}
+        parameters.sort(key=lambda parameter: order[parameter.kind])
+        parameters.append(KernelParameter(emitter.status, "status", "u64"))
+        return tuple(parameters)
+
+    def _used_host_symbols(self, stmt: ast.Parallel) -> set[Symbol]:
+        """Host symbols named in the kernel, with the names their shapes and shape declarations use."""
+        used: set[Symbol] = set()
+        pending = [self.info.symbol_of[id(n)] for n in names_in(stmt) if id(n) in self.info.symbol_of]
+        while pending:
+            symbol = pending.pop()
+            if symbol in used or symbol not in self.bindings:
+                continue
+            used.add(symbol)
+            declaration = symbol.declaration
+            exprs: list[ast.Expr] = []
+            if isinstance(declaration, ast.Param) and declaration.type.shape:
+                exprs.extend(declaration.type.shape)
+            elif isinstance(declaration, ast.BufferDecl):
+                exprs.extend(declaration.shape)
+            elif isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
+                exprs.append(declaration.value)
+            for expr in exprs:
+                pending.extend(
+                    self.info.symbol_of[id(n)] for n in _names_in_expr(expr) if id(n) in self.info.symbol_of
+                )
+        return used
+
+    def _c_parameter(self, parameter: KernelParameter, written: set[Symbol]) -> str:
+        if parameter.kind == "status":
+            return f"choreo::Status* {parameter.name}"
+        if parameter.kind == "tensor_map":
+            return f"const __grid_constant__ choreo::TensorMap {parameter.name}"
+        c_type = elements.c_type(parameter.element)
+        if parameter.kind == "array":
+            constant = "" if parameter.symbol in written else "const "
+            return f"{constant}{c_type}* {parameter.name}"
+        return f"{c_type} {parameter.name}"
+
+
+def _host_scalar(stmt: ast.Stmt) -> ast.Expr | None:
+    """The value of an immutable scalar declared at host level, or None for any other statement."""
+    if (
+        isinstance(stmt, ast.ScalarDecl)
+        and not stmt.mutable
+        and stmt.init is not None
+        and stmt.storage is None
+    ):
+        return stmt.init
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name) and stmt.op == "=":
+        return stmt.value
+    return None
+
+
+def _names_in_expr(expr: ast.Expr) -> list[ast.Name]:
+    return [node for node in ast.walk_expr(expr) if isinstance(node, ast.Name)]

@@ -1,0 +1,377 @@
+"""Events as mbarriers with generations (events.md, language.md 8 and 12.1), or as named barriers.
+
+Each event slot is an mbarrier whose phases are the event's generations. Its arrival count
+is the number of threads that trigger it directly, read off the thread layout and the
+`inthreads` predicates (or `event<N>` instances, when stated), plus one per instance that
+executes a `trigger E after f` (whose arrival also carries the bytes of the TMA loads it
+binds, tma.py). Where the direct triggers come from whole warps, outside any `if`, each warp
+arrives once after a `__syncwarp` and the count is in warps: 8 arrivals instead of 256 for two
+consumer warpgroups, with the same meaning. A wait passes once the phase of the awaited
+generation's parity has completed:
+
+- `e.at(order)` on `event[N]`: slot `order % N`, parity `(order / N) & 1`;
+- plain `e` or `e[i]`: the next generation this path has not yet waited for, counted per
+  thread in a bit of `e_phase` (one bit per slot: only the parity is observable);
+- `= ready` flips the parity, so generation 0 is complete before any trigger.
+
+A one-slot `= ready` release handoff between disjoint, warp-aligned thread sets becomes a
+named barrier instead (events.md): the triggering threads prime it once so the first wait
+passes, then each trigger is a `bar.arrive` and each wait a `bar.sync`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.arrivals import triggering_threads
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler.analysis.values import Event, Symbol
+from choreo_kernel.compiler.cuda import cexpr, source_text
+from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.expressions import Expressions
+from choreo_kernel.compiler.cuda.layout import WARP, KernelLayout
+from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.views import LoweringError
+from choreo_kernel.compiler.cuda.writer import CodeWriter
+
+FIRST_EVENT_BARRIER = 15  # named barriers 1..8 synchronize warpgroups; events count down from 15
+LAST_EVENT_BARRIER = 9
+MAX_PHASE_SLOTS = 64
+
+
+@dataclass(frozen=True)
+class EventUse:
+    statement: ast.Wait | ast.Trigger
+    target: ast.Expr
+    form: str  # "plain", "index", "at"
+    conditional: bool  # inside an `if` or `while` of the kernel
+
+    @property
+    def is_trigger(self) -> bool:
+        return isinstance(self.statement, ast.Trigger)
+
+    @property
+    def is_bound(self) -> bool:
+        """`trigger E after f`: the arrival comes with the completion of TMA loads."""
+        return isinstance(self.statement, ast.Trigger) and bool(self.statement.after)
+
+
+@dataclass
+class EventLowering:
+    """How one event of a kernel is lowered."""
+
+    symbol: Symbol
+    name: str
+    slots: int
+    ready: bool
+    arrivals: int
+    uses: list[EventUse] = field(default_factory=list)
+    phase: str | None = None  # the per-thread phase bits, when plain or indexed waits exist
+    per_warp: bool = False  # direct triggers arrive once per warp
+    barrier_id: int | None = None  # a named barrier instead of mbarriers
+    barrier_threads: int = 0
+    primers: tuple[int, int] = (0, 0)  # [first, last) threads that prime the named barrier
+
+    @property
+    def phase_type(self) -> str:
+        return "unsigned" if self.slots <= 32 else "unsigned long long"
+
+
+class Events:
+    """The events of one kernel: their lowering, declarations, waits and triggers."""
+
+    def __init__(
+        self,
+        info: FunctionInfo,
+        kernel: ast.Parallel,
+        layout: KernelLayout,
+        expressions: Expressions,
+        wait_sites: list[WaitSite],
+    ) -> None:
+        self.info = info
+        self.layout = layout
+        self.expressions = expressions
+        self.by_symbol: dict[Symbol, EventLowering] = {}
+        self.wait_sites = wait_sites  # the function's bounded waits; a timeout reports an index into it
+        self._uses = _collect_uses(info, kernel)
+        self._next_barrier = FIRST_EVENT_BARRIER
+
+    # ------------------------------------------------------------------ declaration
+
+    def declare(
+        self, stmt: ast.EventDecl, c_name: str, pointer: CExpr, phase_name: str, out: CodeWriter
+    ) -> None:
+        symbol = _declared_symbol(self.info, stmt)
+        event = symbol.value
+        assert isinstance(event, Event)
+        slots = 1
+        for dim in event.dims:
+            if not isinstance(dim, int):
+                raise LoweringError(f"event array '{stmt.name}' needs a size known at compile time", stmt)
+            slots *= dim
+        uses = self._uses.get(symbol, [])
+        lowering = EventLowering(symbol, c_name, slots, event.ready, 0, uses)
+        self.by_symbol[symbol] = lowering
+        if self._named_barrier(lowering, stmt):
+            self._declare_named_barrier(lowering, out)
+            return
+        lowering.arrivals = self._arrivals(lowering, stmt)
+        if any(use.form != "at" and not use.is_trigger for use in uses):
+            if slots > MAX_PHASE_SLOTS:
+                raise LoweringError(f"event '{stmt.name}' has more than {MAX_PHASE_SLOTS} slots", stmt)
+            lowering.phase = phase_name
+        out.line(f"choreo::mbarrier* const {c_name} = reinterpret_cast<choreo::mbarrier*>({pointer.text});")
+        if lowering.phase is not None:
+            first = (1 << slots) - 1 if event.ready else 0
+            note = (
+                "the generation each slot waits for next, mod 2 (generation 0 is ready)"
+                if event.ready
+                else ("the generation each slot waits for next, mod 2")
+            )
+            out.line(f"{lowering.phase_type} {lowering.phase} = {hex(first) if first else 0};  // {note}")
+        with out.block("if (threadIdx.x == 0)"):
+            plural = lowering.arrivals != 1
+            count_note = (
+                f"{lowering.arrivals} arrival{'s' * plural} complete{'s' * (not plural)} a generation"
+            )
+            if lowering.per_warp:
+                count_note += " (one per triggering warp)"
+            if slots == 1:
+                out.line(f"choreo::mbarrier_init(&{c_name}[0], {lowering.arrivals});  // {count_note}")
+            else:
+                with out.block(f"for (int slot = 0; slot < {slots}; ++slot)"):
+                    out.line(f"choreo::mbarrier_init(&{c_name}[slot], {lowering.arrivals});  // {count_note}")
+            out.line("choreo::fence_mbarrier_init();")
+        out.line("__syncthreads();")
+
+    def _arrivals(self, lowering: EventLowering, stmt: ast.EventDecl) -> int:
+        """Arrivals per generation: every thread that executes a direct trigger of the event (or every
+        warp of them), plus every instance that executes a `trigger ... after` of it."""
+        triggers = [use for use in lowering.uses if use.is_trigger]
+        if not triggers:
+            return 1  # never triggered: only `= ready` generation 0 is ever waited for
+        direct = [use for use in triggers if not use.is_bound]
+        bound = [use for use in triggers if use.is_bound]
+        if stmt.arrival_count is not None and not direct:
+            return stmt.arrival_count
+        count = sum(len(self._instances(use, stmt)) for use in bound)
+        if direct:
+            count += self._direct_arrivals(lowering, direct, stmt)
+        return count
+
+    def _direct_arrivals(self, lowering: EventLowering, direct: list[EventUse], stmt: ast.EventDecl) -> int:
+        sites = [self._threads_of(use, stmt) for use in direct]
+        reached = frozenset().union(*sites)
+        if stmt.arrival_count is not None:
+            # `event<N>` counts instances of the triggering level; each instance is this many threads.
+            context = self.info.context_of[id(direct[0].statement)]
+            points = triggering_threads(context)
+            per_instance = len(sites[0]) // len(points) if points else 1
+            return stmt.arrival_count * max(per_instance, 1)
+        # Per warp when each warp triggers every generation at one site with all its threads: the
+        # sites' thread sets are whole warps, equal or disjoint, and no `if` picks among them.
+        distinct = set(sites)
+        disjoint = sum(len(site) for site in distinct) == len(reached)
+        if (
+            disjoint
+            and all(_warp_aligned(site) for site in distinct)
+            and not any(u.conditional for u in direct)
+        ):
+            lowering.per_warp = True
+            return len(reached) // WARP
+        return len(reached)
+
+    def _threads_of(self, use: EventUse, stmt: ast.EventDecl) -> frozenset[int]:
+        """The threads that reach a trigger."""
+        threads = self.layout.threads_reaching(self.info.context_of[id(use.statement)])
+        if threads is None:
+            raise LoweringError(
+                f"which threads trigger event '{stmt.name}' depends on values known only at run time; "
+                f"state the arrival count with 'event<N> {stmt.name}'",
+                stmt,
+            )
+        return threads
+
+    def _instances(self, use: EventUse, stmt: ast.EventDecl) -> set[int]:
+        """The instances of the level that issues TMA copies (12.2) among the threads that reach a trigger."""
+        size = self.layout.issuing_size(self.info.context_of[id(use.statement)])
+        return {thread // size for thread in self._threads_of(use, stmt)}
+
+    # ------------------------------------------------------------------ named barriers
+
+    def _named_barrier(self, lowering: EventLowering, stmt: ast.EventDecl) -> bool:
+        """events.md: a one-slot `= ready` release handoff between disjoint, warp-aligned thread sets."""
+        uses = lowering.uses
+        if lowering.slots != 1 or not lowering.ready or stmt.arrival_count is not None or stmt.dims:
+            return False
+        if self._next_barrier < LAST_EVENT_BARRIER or any(
+            use.form != "plain" or use.is_bound for use in uses
+        ):
+            return False
+        waiters = self._threads(use for use in uses if not use.is_trigger)
+        triggers = self._threads(use for use in uses if use.is_trigger)
+        if not waiters or not triggers or waiters & triggers:
+            return False
+        if not (_warp_aligned(waiters) and _warp_aligned(triggers)):
+            return False
+        first, last = min(triggers), max(triggers) + 1
+        if last - first != len(triggers):
+            return False
+        lowering.barrier_id = self._next_barrier
+        lowering.barrier_threads = len(waiters) + len(triggers)
+        lowering.primers = (first, last)
+        self._next_barrier -= 1
+        return True
+
+    def _threads(self, uses: Iterable[EventUse]) -> frozenset[int] | None:
+        reached: set[int] = set()
+        for use in uses:
+            context: Context = self.info.context_of[id(use.statement)]
+            threads = self.layout.threads_reaching(context)
+            if threads is None or not context.path:
+                return None  # both sides must be known, independent paths
+            reached |= threads
+        return frozenset(reached)
+
+    def _declare_named_barrier(self, lowering: EventLowering, out: CodeWriter) -> None:
+        first, last = lowering.primers
+        out.line(
+            f"// '{lowering.symbol.name}' is a one-slot ready handoff: named barrier {lowering.barrier_id} "
+            f"of {lowering.barrier_threads} threads (threads {first}..{last - 1} trigger it)"
+        )
+        out.line(
+            f"if (threadIdx.x >= {first} && threadIdx.x < {last}) "
+            f"choreo::named_barrier_arrive({lowering.barrier_id}, {lowering.barrier_threads});  // generation 0 is ready"
+        )
+
+    # ------------------------------------------------------------------ waits and triggers
+
+    def wait(self, stmt: ast.Wait, target: ast.Expr, status: str, out: CodeWriter) -> None:
+        lowering, form, selector = self._target(target)
+        if lowering.barrier_id is not None:
+            out.line(f"choreo::named_barrier_sync({lowering.barrier_id}, {lowering.barrier_threads});")
+            return
+        site = len(self.wait_sites)
+        self.wait_sites.append(WaitSite(lowering.symbol.name, stmt.span.line, source_text.statement(stmt)))
+        name = lowering.name
+        if form == "at":
+            order, setup = self._once(selector, f"{name}_order")
+            slot, parity = self._ring(lowering, order)
+            lines = [*setup, f"choreo::event_wait(&{name}[{slot.text}], {parity.text}, {status}, {site});"]
+        else:
+            slot, setup = self._once(selector, f"{name}_slot")
+            bit = cexpr.binary("&", cexpr.binary(">>", cexpr.name(lowering.phase or ""), slot), cexpr.ONE)
+            mask = cexpr.binary("<<", cexpr.raw("1ull" if lowering.slots > 32 else "1u"), slot)
+            lines = [
+                *setup,
+                f"choreo::event_wait(&{name}[{slot.text}], {bit.text}, {status}, {site});",
+                f"{lowering.phase} ^= {mask.text};  // this thread now waits for the next generation",
+            ]
+        write_once(lines, out)
+
+    def trigger(self, target: ast.Expr, out: CodeWriter) -> None:
+        lowering, _, _ = self._target(target)
+        if lowering.barrier_id is not None:
+            out.line(f"choreo::named_barrier_arrive({lowering.barrier_id}, {lowering.barrier_threads});")
+            return
+        address, setup = self.barrier(target)
+        arrive = "mbarrier_arrive_warp" if lowering.per_warp else "mbarrier_arrive"
+        write_once([*setup, f"choreo::{arrive}({address});"], out)
+
+    def barrier(self, target: ast.Expr) -> tuple[str, list[str]]:
+        """The address of the mbarrier a trigger of `target` arrives on, and the lines that must run
+        first (once) to evaluate an order with side effects (`full.at(issued++)`)."""
+        lowering, form, selector = self._target(target)
+        if form == "at":
+            order, setup = self._once(selector, f"{lowering.name}_order")
+            slot, _ = self._ring(lowering, order)
+        else:
+            slot, setup = self._once(selector, f"{lowering.name}_slot")
+        return f"&{lowering.name}[{slot.text}]", setup
+
+    def _target(self, target: ast.Expr) -> tuple[EventLowering, str, CExpr]:
+        """The event a wait/trigger operand names, its form, and the order (`.at`) or slot it selects."""
+        if isinstance(target, ast.Method) and target.name == "at":
+            return self._lowering(target.value), "at", self.expressions.integer(target.args[0])
+        root, indices = target, list[ast.Expr]()
+        while isinstance(root, ast.Index):
+            indices = [*root.indices, *indices]
+            root = root.value
+        lowering = self._lowering(root)
+        if not indices:
+            return lowering, "plain", cexpr.ZERO
+        event = lowering.symbol.value
+        assert isinstance(event, Event)
+        slot = cexpr.ZERO
+        for index, count in zip(indices, event.dims):
+            slot = cexpr.add(cexpr.multiply(slot, cexpr.const(int(count))), self.expressions.integer(index))
+        return lowering, "index", slot
+
+    def _lowering(self, expr: ast.Expr) -> EventLowering:
+        symbol = self.expressions.symbol(expr) if isinstance(expr, ast.Name) else None
+        if symbol is None or symbol not in self.by_symbol:
+            raise LoweringError("this event is not declared in this kernel", expr)
+        return self.by_symbol[symbol]
+
+    def _ring(self, lowering: EventLowering, order: CExpr) -> tuple[CExpr, CExpr]:
+        """Slot `order % N` and the parity of generation `order / N`, flipped for a `= ready` ring."""
+        size = cexpr.const(lowering.slots)
+        slot = cexpr.binary("%", order, size)
+        parity = cexpr.binary("&", cexpr.binary("/", order, size), cexpr.ONE)
+        if lowering.ready:
+            parity = cexpr.binary("^", parity, cexpr.ONE)
+        return slot, parity
+
+    def _once(self, value: CExpr, name: str) -> tuple[CExpr, list[str]]:
+        """`value` evaluated exactly once (`order++` advances once): a local when it has side effects."""
+        if value.pure:
+            return value, []
+        return cexpr.name(name), [f"const int {name} = {value.text};"]
+
+
+def write_once(lines: list[str], out: CodeWriter) -> None:
+    """Lines that start by evaluating something once into a local (`const int full_order = issued++;`)
+    get their own block, so that the name does not clash with the next statement's."""
+    if len(lines) == 1 or not lines[0].startswith(("const ", "auto")):
+        for line in lines:
+            out.line(line)
+        return
+    with out.block(""):
+        for line in lines:
+            out.line(line)
+
+
+def _warp_aligned(threads: frozenset[int]) -> bool:
+    return all(
+        all(t in threads for t in range(w * WARP, (w + 1) * WARP)) for w in {t // WARP for t in threads}
+    )
+
+
+def _declared_symbol(info: FunctionInfo, stmt: ast.EventDecl) -> Symbol:
+    for symbol in info.events:
+        if symbol.declaration is stmt:
+            return symbol
+    raise LoweringError(f"event '{stmt.name}' has no symbol", stmt)
+
+
+def _collect_uses(info: FunctionInfo, stmt: ast.Stmt) -> dict[Symbol, list[EventUse]]:
+    uses: dict[Symbol, list[EventUse]] = {}
+    pending: list[tuple[ast.Stmt, bool]] = [(stmt, False)]
+    while pending:
+        node, conditional = pending.pop()
+        if isinstance(node, ast.Wait | ast.Trigger):
+            for target in node.targets:
+                form, root = "plain", target
+                if isinstance(target, ast.Method) and target.name == "at":
+                    form, root = "at", target.value
+                while isinstance(root, ast.Index):
+                    form, root = "index", root.value
+                symbol = info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+                if symbol is not None and isinstance(symbol.value, Event):
+                    uses.setdefault(symbol, []).append(EventUse(node, target, form, conditional))
+        inner = conditional or isinstance(node, ast.If | ast.While)
+        pending.extend((child, inner) for child in ast.child_statements(node))
+    return uses

@@ -1,0 +1,387 @@
+"""Choreo expressions to CUDA expressions: scalars with their types, views as subscripts, shapes.
+
+Names resolve through the front end's symbol table (`FunctionInfo.symbol_of`) to what the
+lowering bound them to when it emitted their declaration (a register, a kernel parameter,
+a shared buffer, a loop variable with its bound), so scoping follows the front end exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import MATH_BUILTINS, FunctionInfo
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
+from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.views import (
+    BufferArray,
+    FutureValue,
+    LoweringError,
+    Operand,
+    ShapeValue,
+    Tiling,
+    Value,
+    View,
+    Window,
+    element_count,
+)
+
+_COMPARISON = ("==", "!=", "<", ">", "<=", ">=", "&&", "||")
+_MATH_FUNCTIONS = {
+    "__exp": "exp",
+    "__log": "log",
+    "__sqrt": "sqrt",
+    "__rsqrt": "rsqrt",
+    "__tanh": "tanh",
+}
+
+
+class Expressions:
+    """Compiles expressions against the bindings the emitter has made so far."""
+
+    def __init__(self, info: FunctionInfo, bindings: dict[Symbol, Value]) -> None:
+        self.info = info
+        self.bindings = bindings
+        self._declared: dict[tuple[int, str], Symbol] = {}  # (id(declaring node), name) -> symbol
+        for symbol in (*info.symbol_of.values(), *info.events):
+            self._declared.setdefault((id(symbol.declaration), symbol.name), symbol)
+
+    # ------------------------------------------------------------------ entry points
+
+    def symbol(self, name: ast.Name) -> Symbol:
+        symbol = self.info.symbol_of.get(id(name))
+        if symbol is None:
+            raise LoweringError(f"'{name.id}' has no declaration the CUDA lowering can see", name)
+        return symbol
+
+    def declared(self, declaration: object, name: str) -> Symbol | None:
+        """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""
+        return self._declared.get((id(declaration), name))
+
+    def value(self, expr: ast.Expr) -> Value:
+        handler = getattr(self, f"_{type(expr).__name__}", None)
+        if handler is None:
+            raise LoweringError(f"the CUDA lowering cannot express this {type(expr).__name__}", expr)
+        value: Value = handler(expr)
+        return value
+
+    def operand(self, expr: ast.Expr) -> Operand:
+        value = self.value(expr)
+        if not isinstance(value, Operand):
+            raise LoweringError("a scalar value is needed here", expr)
+        return value
+
+    def integer(self, expr: ast.Expr) -> CExpr:
+        return self.operand(expr).expr
+
+    def constant(self, expr: ast.Expr, what: str) -> int:
+        value = self.integer(expr).value
+        if value is None:
+            raise LoweringError(
+                f"{what} must be known at compile time for the CUDA backend (use a #define)", expr
+            )
+        return value
+
+    def view(self, expr: ast.Expr) -> View:
+        value = self.value(expr)
+        if isinstance(value, Tiling):
+            return value.tile()
+        if isinstance(value, FutureValue):
+            return self._future_data(value, expr)
+        if isinstance(value, View):
+            return value
+        raise LoweringError("spanned data is needed here", expr)
+
+    def dims(self, items: Sequence[ast.Expr]) -> tuple[CExpr, ...]:
+        """Dimensions listed in a shape; an item that is a shape (`a.span`) adds all of its dimensions."""
+        dims: list[CExpr] = []
+        for item in items:
+            value = self.value(item)
+            if isinstance(value, ShapeValue | View):
+                dims.extend(value.dims)
+            else:
+                dims.append(self.operand(item).expr)
+        return tuple(dims)
+
+    def counts(self, count: ast.Expr) -> tuple[CExpr, ...]:
+        """The counts of a `parallel`/`foreach`/`with`: `[a, b]`, a shape, or one integer."""
+        items = count.items if isinstance(count, ast.ListLiteral) else (count,)
+        return self.dims(items)
+
+    # ------------------------------------------------------------------ names and literals
+
+    def _Name(self, expr: ast.Name) -> Value:
+        symbol = self.symbol(expr)
+        value = self.bindings.get(symbol)
+        if value is None:
+            raise LoweringError(f"'{expr.id}' is not available inside this kernel", expr)
+        return value
+
+    def _IntLiteral(self, expr: ast.IntLiteral) -> Value:
+        if expr.unsigned:
+            return Operand(cexpr.raw(f"{expr.value}u"), "u32")
+        if expr.value > 2**31 - 1:
+            return Operand(cexpr.raw(f"{expr.value}ll"), "s64")
+        return Operand(cexpr.const(expr.value), "s32")
+
+    def _FloatLiteral(self, expr: ast.FloatLiteral) -> Value:
+        text = repr(expr.value)
+        return Operand(cexpr.raw(f"{text}f"), "f32") if expr.single else Operand(cexpr.raw(text), "f64")
+
+    def _BoolLiteral(self, expr: ast.BoolLiteral) -> Value:
+        return Operand(cexpr.raw("true" if expr.value else "false"), "bool")
+
+    def _Paren(self, expr: ast.Paren) -> Value:
+        value = self.value(expr.inner)
+        if isinstance(value, Operand):
+            return Operand(cexpr.parenthesized(value.expr), value.type, value.bound)
+        return value
+
+    def _TypeSize(self, expr: ast.TypeSize) -> Value:
+        return Operand(cexpr.const(ELEMENT_BYTES[expr.type_name]), "s32")
+
+    def _TupleLiteral(self, expr: ast.TupleLiteral) -> Value:
+        return ShapeValue(self.dims(expr.items))
+
+    def _ListLiteral(self, expr: ast.ListLiteral) -> Value:
+        return ShapeValue(self.dims(expr.items))
+
+    def _ElementCount(self, expr: ast.ElementCount) -> Value:
+        value = self.value(expr.operand)
+        if isinstance(value, ShapeValue | View):
+            return Operand(element_count(value.dims), "s32")
+        raise LoweringError("'|x|' needs a shape", expr)
+
+    # ------------------------------------------------------------------ arithmetic
+
+    def _Binary(self, expr: ast.Binary) -> Value:
+        if expr.op == "#":
+            return self._compose(expr)
+        left, right = self.value(expr.left), self.value(expr.right)
+        if isinstance(left, ShapeValue) or isinstance(right, ShapeValue):
+            return self._shape_arithmetic(expr, left, right)
+        if not isinstance(left, Operand) or not isinstance(right, Operand):
+            raise LoweringError(f"'{expr.op}' needs scalar operands", expr)
+        left_expr, left_type = elements.widen(left.expr, left.type)
+        right_expr, right_type = elements.widen(right.expr, right.type)
+        if expr.op in _COMPARISON:
+            result = "bool"
+        elif expr.op in ("<<", ">>"):
+            result = elements.arithmetic_type(left_type, left_type)
+        else:
+            result = elements.arithmetic_type(left_type, right_type)
+        return Operand(cexpr.binary(expr.op, left_expr, right_expr), result, left.bound or right.bound)
+
+    def _compose(self, expr: ast.Binary) -> Operand:
+        """`a # b`: value `a * #b + b`, bound `#a * #b` (language.md 3.4)."""
+        left, right = self.operand(expr.left), self.operand(expr.right)
+        if left.bound is None or right.bound is None:
+            raise LoweringError("'#' composes two bounded values", expr)
+        value = cexpr.add(cexpr.multiply(left.expr, right.bound), right.expr)
+        return Operand(cexpr.parenthesized(value), "s32", cexpr.multiply(left.bound, right.bound))
+
+    def _shape_arithmetic(self, expr: ast.Binary, left: Value, right: Value) -> ShapeValue:
+        def items(value: Value, size: int) -> tuple[CExpr, ...]:
+            if isinstance(value, ShapeValue):
+                return value.dims
+            if isinstance(value, Operand):
+                return (value.expr,) * size
+            raise LoweringError(f"'{expr.op}' on a shape needs a shape or an integer", expr)
+
+        shape = left if isinstance(left, ShapeValue) else right
+        size = len(shape.dims) if isinstance(shape, ShapeValue) else 0
+        pairs = zip(items(left, size), items(right, size))
+        return ShapeValue(tuple(cexpr.binary(expr.op, a, b) for a, b in pairs))
+
+    def _Unary(self, expr: ast.Unary) -> Value:
+        if expr.op == "#":
+            operand = self.operand(expr.operand)
+            if operand.bound is None:
+                raise LoweringError("'#' gives the bound of a bounded value", expr)
+            return Operand(operand.bound, "s32")
+        operand = self.operand(expr.operand)
+        value, element = elements.widen(operand.expr, operand.type)
+        if expr.op == "!":
+            return Operand(cexpr.unary("!", value), "bool")
+        if expr.op in ("-", "~", "+"):
+            return Operand(cexpr.unary(expr.op, value) if expr.op != "+" else value, element)
+        raise LoweringError(f"the CUDA lowering has no '{expr.op}' operator", expr)
+
+    def _IncDec(self, expr: ast.IncDec) -> Value:
+        operand = self.operand(expr.operand)
+        text = f"{expr.op}{operand.expr.text}" if expr.prefix else f"{operand.expr.text}{expr.op}"
+        return Operand(cexpr.raw(text, cexpr.UNARY, pure=False), operand.type)
+
+    def _Ternary(self, expr: ast.Ternary) -> Value:
+        condition = self.operand(expr.condition)
+        then, otherwise = self.operand(expr.then), self.operand(expr.otherwise)
+        then_expr, then_type = elements.widen(then.expr, then.type)
+        otherwise_expr, otherwise_type = elements.widen(otherwise.expr, otherwise.type)
+        result = (
+            "bool"
+            if then_type == otherwise_type == "bool"
+            else elements.arithmetic_type(then_type, otherwise_type)
+        )
+        return Operand(cexpr.ternary(condition.expr, then_expr, otherwise_expr), result)
+
+    def _Cast(self, expr: ast.Cast) -> Value:
+        operand = self.operand(expr.operand)
+        target = expr.type_name
+        if target in elements.NARROW_FLOATS:
+            return Operand(elements.convert(operand.expr, operand.type, target), target)
+        value, _ = elements.widen(operand.expr, operand.type)
+        return Operand(cexpr.call(f"static_cast<{elements.c_type(target)}>", value), target)
+
+    # ------------------------------------------------------------------ calls
+
+    def _Call(self, expr: ast.Call) -> Value:
+        callee = expr.callee
+        if isinstance(callee, ast.Name) and id(callee) not in self.info.symbol_of:
+            return self._builtin(callee.id, expr)
+        target = self.value(callee)
+        if isinstance(target, ShapeValue):
+            return Operand(self._dimension(target.dims, expr.args, expr), "s32")
+        if isinstance(target, Operand) and target.bound is not None and len(expr.args) == 1:
+            # j(k): the value k of a with-variable's range; j(-1) is #j - 1 (language.md 12.8).
+            index = self.integer(expr.args[0])
+            if index.value is not None:
+                return Operand(cexpr.add(target.bound, index) if index.value < 0 else index, "s32")
+            negative = cexpr.binary("<", index, cexpr.ZERO)
+            return Operand(cexpr.ternary(negative, cexpr.add(target.bound, index), index), "s32")
+        raise LoweringError("this call has no CUDA lowering", expr)
+
+    def _builtin(self, name: str, expr: ast.Call) -> Operand:
+        args = [self.operand(arg) for arg in expr.args]
+        if name == "cdiv" and len(args) == 2:
+            a, b = args[0].expr, args[1].expr
+            if a.value is not None and b.value is not None and b.value > 0:
+                return Operand(cexpr.const(-(-a.value // b.value)), "s32")
+            return Operand(cexpr.call("choreo::cdiv", a, b), "s32")
+        widened = [elements.widen(arg.expr, arg.type) for arg in args]
+        if name in ("__max", "__min") and len(args) == 2:
+            result = elements.arithmetic_type(widened[0][1], widened[1][1])
+            return Operand(cexpr.call(f"choreo::{name[2:]}", widened[0][0], widened[1][0]), result)
+        if name == "__abs" and len(args) == 1:
+            return Operand(cexpr.call("choreo::abs", widened[0][0]), widened[0][1])
+        if name in MATH_BUILTINS and len(args) == 1:
+            value, element = widened[0]
+            double = element == "f64"
+            function = _MATH_FUNCTIONS[name] + ("" if double else "f")
+            return Operand(cexpr.call(function, value), "f64" if double else "f32")
+        raise LoweringError(f"'{name}' has no CUDA lowering", expr)
+
+    def _dimension(self, dims: tuple[CExpr, ...], args: tuple[ast.Expr, ...], expr: ast.Expr) -> CExpr:
+        if len(args) != 1:
+            raise LoweringError("a dimension is selected with one index", expr)
+        index = self.constant(args[0], "a dimension index")
+        if not -len(dims) <= index < len(dims):
+            raise LoweringError(f"dimension {index} is out of range", expr)
+        return dims[index]
+
+    # ------------------------------------------------------------------ members and views
+
+    def _Member(self, expr: ast.Member) -> Value:
+        base = self.value(expr.value)
+        if expr.name == "span":
+            if isinstance(base, ShapeValue):
+                return base
+            return ShapeValue(self._as_view(base, expr).dims)
+        if expr.name == "data" and isinstance(base, FutureValue):
+            return self._future_data(base, expr)
+        raise LoweringError(f"'.{expr.name}' has no CUDA lowering here", expr)
+
+    def _Method(self, expr: ast.Method) -> Value:
+        base = self.value(expr.value)
+        name, args = expr.name, expr.args
+        if isinstance(base, Tiling):
+            if name == "step":
+                return Tiling(base.view, base.extents, tuple(self.integer(a) for a in args))
+            if name == "at":
+                return base.at(tuple(self.integer(a) for a in args))
+            base = base.tile()
+        if isinstance(base, Window):
+            if name != "from":
+                raise LoweringError("'.view(...)' is followed by '.from(...)'", expr)
+            offsets = tuple(self.integer(a) for a in args)
+            return base.view.shifted(offsets, (cexpr.ONE,) * len(offsets), base.extents)
+        if name == "span" and isinstance(base, ShapeValue):
+            return Operand(self._dimension(base.dims, args, expr), "s32")
+        view = self._as_view(base, expr)
+        if name == "span":
+            return Operand(self._dimension(view.dims, args, expr), "s32")
+        if name == "chunkat":
+            return self._chunkat(view, args)
+        if name in ("subspan", "chunk"):
+            sizes = tuple(self.integer(a) for a in args)
+            if name == "chunk":
+                sizes = tuple(cexpr.binary("/", dim, size) for dim, size in zip(view.dims, sizes))
+            return Tiling(view, sizes, sizes)
+        if name == "at":
+            return self._at(view, args)
+        if name == "view":
+            return Window(view, tuple(self.integer(a) for a in args))
+        if name == "span_as":
+            if not view.is_compact:
+                raise LoweringError(
+                    f"'span_as' needs contiguous data; this view of '{view.root}' is strided", expr
+                )
+            return view.reshaped(self.dims(args))
+        raise LoweringError(f"'.{name}' has no CUDA lowering", expr)
+
+    def _as_view(self, value: Value, expr: ast.Expr) -> View:
+        if isinstance(value, View):
+            return value
+        if isinstance(value, Tiling):
+            return value.tile()
+        if isinstance(value, FutureValue):
+            return self._future_data(value, expr)
+        raise LoweringError("spanned data is needed here", expr)
+
+    def _future_data(self, future: FutureValue, expr: ast.Expr) -> View:
+        if future.data is None:
+            raise LoweringError(
+                "this future has no data yet: no copy with a destination was assigned to it", expr
+            )
+        return future.data
+
+    def _chunkat(self, view: View, args: tuple[ast.Expr, ...]) -> View:
+        indices: list[CExpr] = []
+        extents: list[CExpr] = []
+        for arg, dim in zip(args, view.dims):
+            if isinstance(arg, ast.Name) and arg.id == "_":
+                indices.append(cexpr.ZERO)
+                extents.append(dim)
+                continue
+            index = self.operand(arg)
+            if index.bound is None:
+                raise LoweringError("a chunkat index must be a bounded value", arg)
+            indices.append(index.expr)
+            extents.append(cexpr.binary("/", dim, index.bound))
+        return view.shifted(tuple(indices), tuple(extents), tuple(extents))
+
+    def _at(self, view: View, args: tuple[ast.Expr, ...]) -> Value:
+        indices = tuple(self.integer(a) for a in args)
+        if len(indices) < len(view.dims):
+            return view.drop_leading(indices)
+        return Operand(view.element(indices), view.elem, storage=view.storage)
+
+    def _Index(self, expr: ast.Index) -> Value:
+        base = self.value(expr.value)
+        if isinstance(base, BufferArray):
+            return base.slot(tuple(self.integer(i) for i in expr.indices))
+        if isinstance(base, ShapeValue):
+            return ShapeValue(tuple(self._derived_dim(base, item) for item in expr.indices))
+        if isinstance(base, View):
+            return self._at(base, expr.indices)
+        raise LoweringError("this cannot be indexed with [...] in the CUDA lowering", expr)
+
+    def _derived_dim(self, base: ShapeValue, item: ast.Expr) -> CExpr:
+        """In `s[(0) / 2, (1)]`, `(i)` names dimension i of `s`."""
+        if isinstance(item, ast.Paren) and isinstance(item.inner, ast.IntLiteral):
+            return base.dims[item.inner.value]
+        if isinstance(item, ast.Binary):
+            return cexpr.binary(
+                item.op, self._derived_dim(base, item.left), self._derived_dim(base, item.right)
+            )
+        return self.integer(item)

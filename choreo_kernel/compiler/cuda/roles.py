@@ -1,0 +1,111 @@
+"""Warp specialization: the roles of a block's `inthreads.async` paths, and the registers each gets.
+
+A producer path (TMA copies, no MMA) needs few registers; consumer paths (WGMMA accumulators)
+need many. When a block of three or more warpgroups splits into such paths, the kernel is
+compiled with `__launch_bounds__(threads, 1)` (one block per SM, every thread capped at an equal
+share of the register file) and each path starts by resizing its warpgroups' registers with
+setmaxnreg (sm_90a): the producer gives back what the consumers then take.
+
+A path that only issues TMA loads bound to events and waits on events runs on one elected
+thread per instance: the other threads would only wait alongside it, which nothing observes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.values import Event, Symbol
+from choreo_kernel.compiler.cuda.layout import WARPGROUP, KernelLayout
+
+REGISTER_FILE = 65536  # 32-bit registers per SM
+PRODUCER_REGISTERS = 40
+MAX_REGISTERS = 256
+MIN_WARPGROUPS = 3  # with two, the cap at launch (256 threads: 255 registers) already gives consumers all
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a path's warpgroups do with their registers at its start: `setmaxnreg_dec<40>` or `_inc<232>`."""
+
+    kind: str  # "producer" or "consumer"
+    registers: int
+
+    @property
+    def call(self) -> str:
+        action = "dec" if self.kind == "producer" else "inc"
+        return f"choreo::setmaxnreg_{action}<{self.registers}>();"
+
+
+def plan_roles(info: FunctionInfo, kernel: ast.Parallel, layout: KernelLayout) -> dict[int, Role]:
+    """The role of each `inthreads.async` path (by id) that resizes its registers; empty when none does."""
+    threads = layout.threads
+    if threads < MIN_WARPGROUPS * WARPGROUP or threads % WARPGROUP:
+        return {}
+    paths: dict[int, tuple[str, frozenset[int]]] = {}
+    for stmt in ast.walk_statements(kernel):
+        if not isinstance(stmt, ast.InThreads) or not stmt.is_async:
+            continue
+        context = info.context_of[id(stmt)]
+        if context.loops:
+            return {}  # setmaxnreg once per path, not per iteration
+        reached = layout.threads_reaching(context.enter(predicates=(*context.predicates, stmt.condition)))
+        kind = _kind(stmt)
+        if reached is None or kind is None:
+            return {}
+        warpgroups = frozenset(t // WARPGROUP for t in reached)
+        if len(reached) != len(warpgroups) * WARPGROUP:
+            return {}  # roles are whole warpgroups
+        paths[id(stmt)] = (kind, warpgroups)
+    taken = [w for _, warpgroups in paths.values() for w in warpgroups]
+    if len(taken) != len(set(taken)):
+        return {}
+    producers = sum(len(w) for kind, w in paths.values() if kind == "producer")
+    consumers = sum(len(w) for kind, w in paths.values() if kind == "consumer")
+    if not producers or not consumers:
+        return {}
+    idle = threads // WARPGROUP - producers - consumers
+    at_launch = REGISTER_FILE // threads // 8 * 8
+    spare = REGISTER_FILE - WARPGROUP * (producers * PRODUCER_REGISTERS + idle * at_launch)
+    consumer_registers = min(MAX_REGISTERS, spare // (consumers * WARPGROUP) // 8 * 8)
+    roles = {
+        "producer": Role("producer", PRODUCER_REGISTERS),
+        "consumer": Role("consumer", consumer_registers),
+    }
+    return {path: roles[kind] for path, (kind, _) in paths.items()}
+
+
+def _kind(path: ast.InThreads) -> str | None:
+    families = {s.operation.family for s in ast.walk_statements(path) if isinstance(s, ast.OperationStmt)}
+    if "mma" in families:
+        return "consumer"
+    if "tma" in families:
+        return "producer"
+    return None
+
+
+def issue_only(stmt: ast.Stmt, info: FunctionInfo, bound: set[Symbol]) -> bool:
+    """Whether a path only issues TMA loads bound to events, triggers them, waits on events and counts."""
+    if isinstance(stmt, ast.Block | ast.Foreach | ast.ForeachRange | ast.If | ast.With):
+        return all(issue_only(child, info, bound) for child in ast.child_statements(stmt))
+    if isinstance(stmt, ast.Empty | ast.Break | ast.Continue | ast.ScalarDecl):
+        return not (isinstance(stmt, ast.ScalarDecl) and stmt.storage is not None)
+    if isinstance(stmt, ast.Assign):
+        return isinstance(stmt.target, ast.Name)
+    if isinstance(stmt, ast.Wait):
+        return all(_is_event(target, info) for target in stmt.targets)
+    if isinstance(stmt, ast.Trigger):
+        return bool(stmt.after)
+    if isinstance(stmt, ast.OperationStmt):
+        symbol = info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
+        return stmt.operation.family == "tma" and symbol in bound
+    return False
+
+
+def _is_event(target: ast.Expr, info: FunctionInfo) -> bool:
+    root = target
+    while isinstance(root, ast.Method | ast.Index):
+        root = root.value
+    symbol = info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+    return symbol is not None and isinstance(symbol.value, Event)

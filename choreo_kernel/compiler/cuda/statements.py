@@ -1,0 +1,678 @@
+"""The statements of one kernel (an outermost `parallel`) as the body of a CUDA kernel.
+
+Every thread of the block runs the whole body. What runs once per block or per warpgroup
+(language.md 4.1, 12.2) is arranged here: scalars are computed redundantly by all threads
+of the instance (same value everywhere), stores to shared or global memory are made by one
+leader thread, copies are shared among the instance's threads, and the barriers those need
+follow them. An inner `parallel` that the whole block enters ends with a block barrier
+where more block-level work follows, since the threads re-join there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Bounded, Future, Scalar, Symbol
+from choreo_kernel.compiler.cuda import cexpr, copies, elements, source_text
+from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.events import Events
+from choreo_kernel.compiler.cuda.expressions import Expressions
+from choreo_kernel.compiler.cuda.layout import GRID_AXES, THREAD_GROUP, Group, KernelLayout
+from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.roles import issue_only, plan_roles
+from choreo_kernel.compiler.cuda.tma import Tma
+from choreo_kernel.compiler.cuda.views import (
+    BufferArray,
+    FutureValue,
+    LoweringError,
+    Operand,
+    ShapeValue,
+    Value,
+    View,
+    buffer,
+    element_count,
+)
+from choreo_kernel.compiler.cuda.wgmma import Mma, shared_swizzles
+from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
+
+SHARED_ALIGNMENT = 128  # bytes: what a TMA copy needs of its shared side
+SWIZZLED_ALIGNMENT = 1024  # bytes: a swizzle pattern repeats every 1024 bytes of the shared address space
+STORAGE_KEYWORDS = ("shared", "local")
+
+
+@dataclass
+class Arena:
+    """All shared buffers and events of a block, at fixed offsets in one dynamic shared allocation."""
+
+    size: int = 0
+    alignment: int = SHARED_ALIGNMENT
+    entries: list[tuple[str, int, int]] = field(default_factory=list)  # name, offset, bytes
+
+    def allocate(self, name: str, size: int, alignment: int = SHARED_ALIGNMENT) -> int:
+        offset = -(-self.size // alignment) * alignment
+        self.size = offset + size
+        self.alignment = max(self.alignment, alignment)
+        self.entries.append((name, offset, size))
+        return offset
+
+
+class KernelEmitter:
+    """Writes the body of one kernel; its parameters and the arena are known once it is done."""
+
+    def __init__(
+        self,
+        info: FunctionInfo,
+        kernel: ast.Parallel,
+        bindings: dict[Symbol, Value],
+        names: Names,
+        wait_sites: list[WaitSite],
+    ) -> None:
+        self.info = info
+        self.kernel = kernel
+        self.bindings = bindings
+        self.names = names
+        self.out = CodeWriter(indent=1)
+        self.expressions = Expressions(info, bindings)
+        self.layout = KernelLayout(info, kernel, self.expressions)
+        self.events = Events(info, kernel, self.layout, self.expressions, wait_sites)
+        self.arena = Arena()
+        self.shared_memory = names.fresh("shared_memory")
+        self.status = names.fresh("status")
+        self.cp_async_groups = names.fresh("cp_async_groups")
+        self.future_groups: dict[Symbol, Group] = {}
+        self.written: set[Symbol] = set()
+        self.positions = {  # each statement of a block: the block and its index there
+            id(item): (block, index)
+            for block in ast.walk_statements(kernel)
+            if isinstance(block, ast.Block)
+            for index, item in enumerate(block.body)
+        }
+        self.swizzles = shared_swizzles(info, kernel)
+        self.roles = plan_roles(info, kernel, self.layout)
+        self.tma = Tma(self)
+        self.mma = Mma(self)
+        self.in_elected_path = False  # inside a path that one elected thread per instance runs
+
+    # ------------------------------------------------------------------ the kernel
+
+    def emit(self) -> str:
+        out = self.out
+        kernel = self.kernel
+        out.source(kernel)
+        for axis, (symbol, count) in zip(GRID_AXES, self.layout.grid()):
+            if symbol is not None:
+                self._bind_variable(symbol, cexpr.name(f"blockIdx.{axis}"), self.expressions.integer(count))
+        self._thread_variables(kernel)
+        if _has_async_copy(kernel):
+            out.line(f"int {self.cp_async_groups} = 0;  // cp.async batches this thread has committed")
+        self.tma.prepare(kernel)
+        self._body(kernel.body, tail=True)
+        return out.text()
+
+    def _bind_variable(self, symbol: Symbol, value: CExpr, bound: CExpr) -> None:
+        name = self.names.source(symbol.name)
+        self.out.line(f"const int {name} = {value.text};")
+        self.bindings[symbol] = Operand(cexpr.name(name), "s32", bound)
+
+    def _thread_variables(self, stmt: ast.Parallel) -> None:
+        for clause in stmt.clauses:
+            for variable in self.layout.variables.get(id(clause), []):
+                if variable.symbol is not None:
+                    value = variable.value(self.layout.threads)
+                    self._bind_variable(variable.symbol, value, cexpr.const(variable.extent))
+
+    # ------------------------------------------------------------------ statement lists
+
+    def _body(self, stmt: ast.Stmt, tail: bool) -> None:
+        statements = stmt.body if isinstance(stmt, ast.Block) else (stmt,)
+        for index, item in enumerate(statements):
+            self._statement(item, tail and index == len(statements) - 1)
+
+    def _scoped(self, head: str, stmt: ast.Stmt, tail: bool) -> None:
+        with self.out.block(head):
+            self._body(stmt, tail)
+
+    def _statement(self, stmt: ast.Stmt, tail: bool) -> None:
+        handler = getattr(self, f"_{type(stmt).__name__}", None)
+        if handler is None:
+            raise LoweringError(
+                f"the CUDA backend cannot lower this {type(stmt).__name__} inside a parallel", stmt
+            )
+        try:
+            handler(stmt, tail)
+        except LoweringError as error:
+            if error.node is None:
+                error.node = stmt
+            raise
+
+    def _group(self, stmt: ast.Stmt) -> Group:
+        return self.layout.group(self.info.context_of[id(stmt)])
+
+    def elected(self, stmt: ast.Stmt) -> CExpr | None:
+        """The condition that picks the thread issuing a TMA copy for its instance; None where the
+        statement's threads are that thread already."""
+        if self.in_elected_path:
+            return None
+        return self.layout.elected(self.info.context_of[id(stmt)])
+
+    def _divergent(self, stmt: ast.Stmt) -> bool:
+        """Inside an `inthreads` that picks threads below the block: no block-wide barrier may be emitted."""
+        context = self.info.context_of[id(stmt)]
+        return bool(context.predicates) and context.below_block
+
+    # ------------------------------------------------------------------ control flow
+
+    def _Block(self, stmt: ast.Block, tail: bool) -> None:
+        self._scoped("", stmt, tail)
+
+    def _Empty(self, stmt: ast.Empty, tail: bool) -> None:
+        pass
+
+    def _Unsupported(self, stmt: ast.Unsupported, tail: bool) -> None:
+        self.out.source(stmt, "ignored by this compiler")
+        if stmt.inner is not None:
+            self._statement(stmt.inner, tail)
+
+    def _Parallel(self, stmt: ast.Parallel, tail: bool) -> None:
+        self.out.source(stmt)
+        with self.out.block(""):
+            self._thread_variables(stmt)
+            self._body(stmt.body, tail)
+        context = self.info.context_of[id(stmt)]
+        if not tail and not context.below_block and not context.predicates:
+            self.out.line(f"__syncthreads();  // the threads of line {stmt.span.line} re-join the block")
+
+    def _If(self, stmt: ast.If, tail: bool) -> None:
+        self.out.source(stmt)
+        condition = self.expressions.integer(stmt.condition)
+        self._scoped(f"if ({condition.text})", stmt.then, tail)
+        if stmt.otherwise is not None:
+            self._scoped("else", stmt.otherwise, tail)
+
+    def _While(self, stmt: ast.While, tail: bool) -> None:
+        self.out.source(stmt)
+        self._scoped(f"while ({self.expressions.integer(stmt.condition).text})", stmt.body, False)
+
+    def _InThreads(self, stmt: ast.InThreads, tail: bool) -> None:
+        note = (
+            "an independent path: it talks to the others through events"
+            if stmt.is_async
+            else ("the selected threads re-join after it")
+        )
+        self.out.source(stmt, note)
+        with self.out.block(f"if ({self.expressions.integer(stmt.condition).text})"):
+            role = self.roles.get(id(stmt))
+            if role is not None:
+                why = (
+                    "few registers for issuing copies"
+                    if role.kind == "producer"
+                    else "registers for accumulators"
+                )
+                self.out.line(f"{role.call}  // {role.kind}: {why}")
+            if (
+                stmt.is_async
+                and not self.in_elected_path
+                and issue_only(stmt.body, self.info, self.tma.bound)
+            ):
+                self._elected_path(stmt, tail)
+            else:
+                self._body(stmt.body, tail)
+
+    def _elected_path(self, stmt: ast.InThreads, tail: bool) -> None:
+        """A path that only issues bound TMA loads and waits on events runs on one thread per instance."""
+        context = self.info.context_of[id(stmt)]
+        condition = self.layout.elected(context.enter(predicates=(*context.predicates, stmt.condition)))
+        if condition is None:
+            self._body(stmt.body, tail)
+            return
+        self.in_elected_path = True
+        with self.out.block(f"if ({condition.text})"):
+            self.out.line(
+                "// only copies and event waits here: one elected thread runs them for its instance"
+            )
+            self._body(stmt.body, tail)
+        self.in_elected_path = False
+
+    def _Foreach(self, stmt: ast.Foreach, tail: bool) -> None:
+        self.out.source(stmt)
+        counts = self.expressions.counts(stmt.extent)
+        heads = []
+        for variable, count in zip(stmt.variables.names, counts):
+            name = self.names.source(variable.id)
+            self._bind_name(stmt, variable.id, Operand(cexpr.name(name), "s32", count))
+            heads.append(f"for (int {name} = 0; {name} < {count.text}; ++{name})")
+        self._nested_loops(heads, stmt.body)
+
+    def _nested_loops(self, heads: list[str], body: ast.Stmt) -> None:
+        if not heads:
+            self._body(body, False)
+            return
+        with self.out.block(heads[0]):
+            self._nested_loops(heads[1:], body)
+
+    def _ForeachRange(self, stmt: ast.ForeachRange, tail: bool) -> None:
+        self.out.source(stmt)
+        heads = []
+        for item in stmt.items:
+            outer = self.bindings.get(self.expressions.symbol(item.name))
+            if not isinstance(outer, Operand) or outer.bound is None:
+                raise LoweringError(f"'{item.name.id}' is not a with-variable", item)
+            name = self.names.source(item.name.id)
+            self._bind_name(stmt, item.name.id, Operand(cexpr.name(name), "s32", outer.bound))
+            heads.append(self._range_head(item, name, outer.bound))
+        self._nested_loops(heads, stmt.body)
+
+    def _range_head(self, item: ast.RangeItem, name: str, bound: CExpr) -> str:
+        """`foreach j(start:stop:step)` iterates `range(#j)[start:stop:step]` (Python slice rules, 12.8)."""
+        step = self.expressions.constant(item.step, "a range step") if item.step is not None else 1
+        descending = step < 0
+
+        def edge(expr: ast.Expr | None, default: CExpr) -> CExpr:
+            if expr is None:
+                return default
+            value = self.expressions.integer(expr)
+            if value.value is not None and bound.value is not None:
+                index = value.value + bound.value if value.value < 0 else value.value
+                low, high = (-1, bound.value - 1) if descending else (0, bound.value)
+                return cexpr.const(min(max(index, low), high))
+            if value.value is not None and value.value >= 0 and not descending:
+                return cexpr.call("choreo::min", value, bound)
+            flag = cexpr.raw("true" if descending else "false")
+            return cexpr.call("choreo::slice_bound", value, bound, flag)
+
+        last = cexpr.binary("-", bound, cexpr.ONE)
+        start = edge(item.start, last if descending else cexpr.ZERO)
+        stop = edge(item.stop, cexpr.const(-1) if descending else bound)
+        test = ">" if descending else "<"
+        advance = f"++{name}" if step == 1 else (f"{name} += {step}" if step > 0 else f"{name} -= {-step}")
+        return f"for (int {name} = {start.text}; {name} {test} {stop.text}; {advance})"
+
+    def _With(self, stmt: ast.With, tail: bool) -> None:
+        self.out.source(stmt, "outside a foreach over it, a with-variable is 0")
+        with self.out.block(""):
+            for binding in stmt.bindings:
+                counts = self.expressions.counts(binding.extent)
+                for variable, count in zip(binding.variables.names, counts):
+                    name = self.names.source(variable.id)
+                    self.out.line(f"const int {name} = 0;")
+                    self._bind_name(stmt, variable.id, Operand(cexpr.name(name), "s32", count))
+                if binding.variables.group is not None:
+                    self._bind_name(stmt, binding.variables.group.id, ShapeValue(counts))
+            self._body(stmt.body, tail)
+
+    def _Break(self, stmt: ast.Break, tail: bool) -> None:
+        self.out.line("break;")
+
+    def _Continue(self, stmt: ast.Continue, tail: bool) -> None:
+        self.out.line("continue;")
+
+    def _Sync(self, stmt: ast.Sync, tail: bool) -> None:
+        self.out.source(stmt)
+        self.out.line("__syncthreads();")
+
+    # ------------------------------------------------------------------ declarations
+
+    def _BufferDecl(self, stmt: ast.BufferDecl, tail: bool) -> None:
+        storage = stmt.storage or ("local" if self.info.context_of[id(stmt)].below_block else "shared")
+        dims = self.expressions.dims(stmt.shape)
+        counts = tuple(self.expressions.integer(d) for d in stmt.array_dims)
+        name = self.names.source(stmt.name)
+        total = element_count((*counts, *dims))
+        if total.value is None:
+            raise LoweringError(
+                f"{storage} buffer '{stmt.name}' needs a size known at compile time on CUDA (use a #define)",
+                stmt,
+            )
+        self.out.source(stmt)
+        element = elements.c_type(stmt.elem_type)
+        swizzle = 0
+        if storage == "shared":
+            symbol = self._declared(stmt)
+            swizzle = self.swizzles.get(symbol, 0) if symbol is not None else 0
+            alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
+            offset = self.arena.allocate(stmt.name, total.value * ELEMENT_BYTES[stmt.elem_type], alignment)
+            layout = f"  // {swizzle}-byte swizzled layout, for TMA and WGMMA" if swizzle else ""
+            self.out.line(
+                f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});{layout}"
+            )
+        elif storage == "local":
+            self.out.line(f"{element} {name}[{total.value}];")
+        else:
+            raise LoweringError(f"{storage} buffers cannot be declared inside a parallel", stmt)
+        view = buffer(stmt.elem_type, cexpr.name(name), dims, storage, stmt.name, swizzle)
+        self._bind(stmt, BufferArray(view, counts) if counts else view)
+        if stmt.init is not None:
+            self._fill(stmt, name, total, storage)
+
+    def _fill(self, stmt: ast.BufferDecl, name: str, total: CExpr, storage: str) -> None:
+        assert stmt.init is not None
+        if len(stmt.init) != 1:
+            raise LoweringError("the CUDA backend fills a buffer with one value: '{v}'", stmt)
+        value = self.expressions.operand(stmt.init[0])
+        fill = elements.convert(value.expr, value.type, stmt.elem_type)
+        element = elements.c_type(stmt.elem_type)
+        group = self._group(stmt) if storage == "shared" else THREAD_GROUP
+        self.out.line(
+            f"choreo::fill<{element}>({name}, {total.text}, {fill.text}, {group.rank.text}, {group.threads.text});"
+        )
+        barrier = group.barrier()
+        if barrier is not None:
+            self.out.line(barrier)
+
+    def _ScalarDecl(self, stmt: ast.ScalarDecl, tail: bool) -> None:
+        if stmt.storage is not None:
+            raise LoweringError(
+                f"{stmt.storage} scalars have no CUDA lowering; use a one-element buffer", stmt
+            )
+        self.out.source(stmt)
+        value = self.expressions.operand(stmt.init) if stmt.init is not None else None
+        self._declare_scalar(stmt, stmt.name, value, stmt.mutable)
+
+    def _declare_scalar(self, stmt: ast.Stmt, source_name: str, value: Operand | None, mutable: bool) -> None:
+        symbol = self._declared(stmt)
+        declared = symbol.value if symbol is not None else None
+        element = (
+            declared.type if isinstance(declared, Scalar) else value.type if value is not None else "s32"
+        )
+        if isinstance(declared, Bounded):
+            element = "s32"
+        name = self.names.source(source_name)
+        qualifier = "" if mutable else "const "
+        c_type = elements.c_type(element)
+        if value is None:
+            self.out.line(f"{c_type} {name}{{}};")
+        else:
+            init = elements.convert(value.expr, value.type, element)
+            self.out.line(f"{qualifier}{c_type} {name} = {init.text};")
+        known = declared.const if isinstance(declared, Scalar) and not mutable else None
+        constant = known if isinstance(known, int) else None
+        bound = value.bound if value is not None else None
+        self._bind(stmt, Operand(cexpr.name(name, constant), element, bound))
+
+    def _EventDecl(self, stmt: ast.EventDecl, tail: bool) -> None:
+        self.out.source(stmt)
+        if self._divergent(stmt) or self.info.context_of[id(stmt)].below_block:
+            raise LoweringError(f"declare event '{stmt.name}' at block level for the CUDA backend", stmt)
+        slots = 1
+        for dim in stmt.dims:
+            slots *= self.expressions.constant(dim, "the size of an event array")
+        offset = self.arena.allocate(stmt.name, 8 * slots, 8)
+        name = self.names.source(stmt.name)
+        pointer = cexpr.raw(f"{self.shared_memory} + {offset}")
+        self.events.declare(stmt, name, pointer, self.names.fresh(f"{stmt.name}_phase"), self.out)
+
+    def _ShapeDecl(self, stmt: ast.ShapeDecl, tail: bool) -> None:
+        self._bind(stmt, ShapeValue(self.expressions.dims((stmt.value,))))
+
+    def _TupleDecl(self, stmt: ast.TupleDecl, tail: bool) -> None:
+        self._bind(stmt, ShapeValue(self.expressions.dims((stmt.value,))))
+
+    def _declared(self, stmt: ast.Stmt) -> Symbol | None:
+        """The symbol a declaration made; None when nothing ever refers to it."""
+        name = getattr(stmt, "name", None)
+        if name is None and isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+        return self.expressions.declared(stmt, name or "")
+
+    def _bind(self, stmt: ast.Stmt, value: Value) -> None:
+        symbol = self._declared(stmt)
+        if symbol is not None:
+            self.bindings[symbol] = value
+
+    def _bind_name(self, declaration: ast.Stmt, name: str, value: Value) -> None:
+        symbol = self.expressions.declared(declaration, name)
+        if symbol is not None:
+            self.bindings[symbol] = value
+
+    # ------------------------------------------------------------------ assignments
+
+    def _Assign(self, stmt: ast.Assign, tail: bool) -> None:
+        target = stmt.target
+        if isinstance(target, ast.Name):
+            if id(target) not in self.info.symbol_of:  # `x = expr;` declares x
+                self._declare_alias(stmt)
+                return
+            self.out.source(stmt)
+            current = self.expressions.operand(target)
+            self.out.line(self._store(current, stmt.op, self.expressions.operand(stmt.value)) + ";")
+            return
+        self.out.source(stmt)
+        lvalue = self.expressions.operand(target)
+        if lvalue.storage is None:
+            raise LoweringError("this assignment needs one element (index every dimension with .at)", target)
+        self.note_written(target)
+        store = self._store(lvalue, stmt.op, self.expressions.operand(stmt.value)) + ";"
+        group = self._group(stmt)
+        if lvalue.storage == "local" or group.level == "thread":
+            self.out.line(store)
+            return
+        self.out.line(f"if ({group.leader.text}) {store}  // once per {group.level} instance")
+        barrier = group.barrier()
+        if lvalue.storage == "shared" and barrier is not None and not self._divergent(stmt):
+            self.out.line(barrier)
+
+    def _declare_alias(self, stmt: ast.Assign) -> None:
+        """`x = expr;` declaring `x`: a register for a scalar, a new name for a view or a shape."""
+        assert isinstance(stmt.target, ast.Name)
+        value = self.expressions.value(stmt.value)
+        if isinstance(value, Operand):
+            self.out.source(stmt)
+            self._declare_scalar(stmt, stmt.target.id, value, mutable=False)
+        else:
+            self._bind(stmt, value)
+
+    def _store(self, target: Operand, op: str, value: Operand) -> str:
+        """`target op value` with the conversions of the element types (narrow floats round on store)."""
+        if op == "=":
+            return f"{target.expr.text} = {elements.convert(value.expr, value.type, target.type).text}"
+        if target.type in elements.NARROW_FLOATS:
+            current, current_type = elements.widen(target.expr, target.type)
+            widened, widened_type = elements.widen(value.expr, value.type)
+            combined = cexpr.binary(op[:-1], current, widened)
+            result = elements.arithmetic_type(current_type, widened_type)
+            return f"{target.expr.text} = {elements.convert(combined, result, target.type).text}"
+        widened, _ = elements.widen(value.expr, value.type)
+        return f"{target.expr.text} {op} {widened.text}"
+
+    def _ExprStmt(self, stmt: ast.ExprStmt, tail: bool) -> None:
+        expr = stmt.expr
+        self.out.source(stmt)
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.callee, ast.Name)
+            and expr.callee.id in ("swap", "rotate")
+        ):
+            symbols = [self.expressions.symbol(a) for a in expr.args if isinstance(a, ast.Name)]
+            if self.mma.rotate(symbols):
+                self.out.line("// MMA futures trade names: their wgmma groups are tracked by the compiler")
+                return
+            futures = [f for f in map(self.expressions.value, expr.args) if isinstance(f, FutureValue)]
+            if len(futures) != len(expr.args):
+                raise LoweringError(f"'{expr.callee.id}' rotates named futures", stmt)
+            variables = [f.variable for f in futures if f.variable is not None]
+            if len(variables) != len(futures):
+                raise LoweringError(
+                    f"'{expr.callee.id}' rotates the futures of dma copies; the CUDA backend tracks TMA loads "
+                    "on mbarriers and cannot rotate them",
+                    stmt,
+                )
+            names = ", ".join(variable.text for variable in variables)
+            self.out.line(f"choreo::rotate({names});  // each future takes the next one's copy and buffer")
+            self._rotate_groups(expr.args)
+            return
+        self.out.line(f"{self.expressions.integer(expr).text};")
+
+    def _rotate_groups(self, args: tuple[ast.Expr, ...]) -> None:
+        symbols = [self.expressions.symbol(a) for a in args if isinstance(a, ast.Name)]
+        groups = [self.future_groups.get(s) for s in symbols]
+        for symbol, group in zip(symbols, groups[1:] + groups[:1]):
+            if group is not None:
+                self.future_groups[symbol] = group
+
+    def note_written(self, target: ast.Expr) -> None:
+        root = _root_name(target)
+        if root is not None and id(root) in self.info.symbol_of:
+            self.written.add(self.info.symbol_of[id(root)])
+
+    # ------------------------------------------------------------------ data movement
+
+    def _OperationStmt(self, stmt: ast.OperationStmt, tail: bool) -> None:
+        operation = stmt.operation
+        self.out.source(stmt)
+        if operation.qualifiers and operation.qualifiers[0] == "any":
+            self._placeholder(stmt)
+            return
+        for item in operation.after:
+            self.out.line(f"// 'after {source_text.expression(item)}': this copy starts once it has landed")
+            self._wait_future(item)
+        if operation.family == "tma":
+            self.tma.operation(stmt)
+            return
+        if operation.family == "mma":
+            self.mma.operation(stmt)
+            return
+        assert operation.destination is not None
+        source = self.expressions.view(operation.args[0])
+        destination = self.destination(stmt, source)
+        self.note_written(operation.destination)
+        group = self._group(stmt)
+        if copies.uses_cp_async(source, destination, operation.is_async):
+            self.out.line(copies.copy_call("copy_async", source, destination, group, stmt))
+            batch = f"choreo::cp_async_commit({self.cp_async_groups})"
+        else:
+            self.out.line(copies.copy_call("copy", source, destination, group, stmt))
+            barrier = group.barrier()
+            if barrier is not None and destination.storage != "local":
+                self.out.line(barrier)
+            batch = "0"
+        if stmt.result is not None:
+            self._assign_future(stmt, destination, batch, group)
+
+    def destination(self, stmt: ast.OperationStmt, source: View, swizzle: int = 0) -> View:
+        """The destination view; `=> shared` and `=> local` allocate one shaped like the source (in the
+        `swizzle`-byte layout a TMA load names)."""
+        expr = stmt.operation.destination
+        assert expr is not None
+        if not (
+            isinstance(expr, ast.Name) and expr.id in STORAGE_KEYWORDS and id(expr) not in self.info.symbol_of
+        ):
+            return self.expressions.view(expr)
+        total = element_count(source.dims)
+        if total.value is None:
+            raise LoweringError(f"'=> {expr.id}' needs a source whose size is known at compile time", stmt)
+        base = stmt.result.id if stmt.result is not None else f"copy_line{stmt.span.line}"
+        name = self.names.fresh(f"{base}_data")
+        element = elements.c_type(source.elem)
+        if expr.id == "shared":
+            alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
+            offset = self.arena.allocate(name, total.value * ELEMENT_BYTES[source.elem], alignment)
+            self.out.line(
+                f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});"
+            )
+        else:
+            self.out.line(f"{element} {name}[{total.value}];")
+        return buffer(source.elem, cexpr.name(name), source.dims, expr.id, name, swizzle)
+
+    def _placeholder(self, stmt: ast.OperationStmt) -> None:
+        assert stmt.result is not None
+        symbol = self.expressions.symbol(stmt.result)
+        info = symbol.future
+        element = info.destination.elem if info is not None and info.destination is not None else "u8"
+        name = self.names.source(symbol.name)
+        if symbol.declaration is stmt:
+            self.out.line(f"choreo::DataFuture<{elements.c_type(element)}> {name} = {{}};  // no copy yet")
+            self.bindings[symbol] = FutureValue(cexpr.name(name), None, element)
+        else:
+            self.out.line(f"{name} = {{}};")
+
+    def _assign_future(self, stmt: ast.OperationStmt, destination: View, batch: str, group: Group) -> None:
+        assert stmt.result is not None
+        symbol = self.expressions.symbol(stmt.result)
+        name = self.names.source(symbol.name)
+        value = f"{{{destination.start.text}, {batch}}}"
+        existing = self.bindings.get(symbol)
+        if symbol.declaration is stmt or not isinstance(existing, FutureValue):
+            c_type = f"choreo::DataFuture<{elements.c_type(destination.elem)}>"
+            self.out.line(f"{c_type} {name} = {value};")
+        else:
+            self.out.line(f"{name} = {value};")
+        data = replace(destination, pointer=cexpr.raw(f"{name}.data"), offset=cexpr.ZERO)
+        if isinstance(existing, FutureValue) and existing.data is not None:
+            data = existing.data
+        self.bindings[symbol] = FutureValue(cexpr.name(name), data, destination.elem)
+        self.future_groups[symbol] = group
+
+    # ------------------------------------------------------------------ futures and events
+
+    def _Wait(self, stmt: ast.Wait, tail: bool) -> None:
+        self.out.source(stmt)
+        for target in stmt.targets:
+            symbol = self.info.symbol_of.get(id(target)) if isinstance(target, ast.Name) else None
+            if symbol is not None and self.tma.waits(symbol):
+                self.tma.wait(symbol, stmt)
+            elif symbol is not None and self.mma.waits(symbol):
+                self.mma.wait(symbol, stmt)
+            elif self._is_future(target):
+                self._wait_future(target)
+            else:
+                self.events.wait(stmt, target, self.status, self.out)
+
+    def _wait_future(self, target: ast.Expr) -> None:
+        future = self.expressions.value(target)
+        if not isinstance(future, FutureValue) or future.variable is None:
+            raise LoweringError("'wait' on this future has no CUDA lowering", target)
+        self.out.line(f"choreo::cp_async_wait({future.variable.text}.group, {self.cp_async_groups});")
+        group = (
+            self.future_groups.get(self.expressions.symbol(target)) if isinstance(target, ast.Name) else None
+        )
+        barrier = group.barrier() if group is not None else None
+        if barrier is not None:
+            self.out.line(f"{barrier}  // every thread's part of the copy has landed")
+
+    def _is_future(self, target: ast.Expr) -> bool:
+        symbol = self.info.symbol_of.get(id(target)) if isinstance(target, ast.Name) else None
+        return symbol is not None and isinstance(symbol.value, Future)
+
+    def _Trigger(self, stmt: ast.Trigger, tail: bool) -> None:
+        self.out.source(stmt)
+        if stmt.after:
+            self.tma.trigger_after(stmt)
+            return
+        for target in stmt.targets:
+            self.events.trigger(target, self.out)
+
+
+def _root_name(expr: ast.Expr) -> ast.Name | None:
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr
+        if isinstance(expr, ast.Method | ast.Member | ast.Index):
+            expr = expr.value
+        elif isinstance(expr, ast.Paren):
+            expr = expr.inner
+        else:
+            return None
+
+
+def names_in(stmt: ast.Stmt) -> list[ast.Name]:
+    found: list[ast.Name] = []
+    pending: list[object] = [stmt]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Name):
+            found.append(node)
+        if isinstance(node, ast.Node):
+            for value in vars(node).values():
+                if isinstance(value, ast.Node):
+                    pending.append(value)
+                elif isinstance(value, tuple):
+                    pending.extend(value)
+    return found
+
+
+def _has_async_copy(stmt: ast.Stmt) -> bool:
+    if isinstance(stmt, ast.OperationStmt):
+        return stmt.operation.family == "dma" and stmt.operation.is_async
+    return any(_has_async_copy(child) for child in ast.child_statements(stmt))

@@ -1,0 +1,414 @@
+"""TMA: `tma.load` and `tma.copy` as bulk tensor copies (cp.async.bulk.tensor) with host-encoded tensor maps.
+
+A copy moves one box of a global array. The box is the view's extent along each dimension of
+the array (1 along the dimensions that `.at` dropped) and its coordinates are where the view
+starts (views.py keeps both). The host encodes one tensor map per array, box and swizzle from
+the array of each call (runtime/tensormap.py) and passes it as a `__grid_constant__` parameter.
+
+One elected thread per instance of the level around the copy issues it (language.md 12.2).
+A load's completion is an mbarrier phase:
+
+- a load bound by `trigger E after f` lands on E's mbarrier. The trigger becomes one
+  `mbarrier.arrive.expect_tx` with the bytes of all the loads it joins, and the loads are issued
+  right after it, since the trigger is what names the barrier (starting an async copy a few
+  statements later changes nothing observable: only the event can observe it). Where something
+  between could change what the load addresses (a statement other than a load, or an order
+  with a side effect such as `full.at(issued++)`), its address and coordinates are evaluated
+  where the load is written;
+- a load that is waited, or synchronous, lands on a barrier of its own (one per instance),
+  whose phase each waiting thread tracks in a bit.
+
+A store reads a shared tile that ordinary stores wrote: each thread makes its writes visible to
+the copy engine (fence.proxy.async) before the instance synchronizes and the elected thread
+issues the store; a synchronous store then waits for it to be written.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
+from choreo_kernel.compiler.cuda import cexpr, source_text
+from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.events import write_once
+from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
+
+if TYPE_CHECKING:
+    from choreo_kernel.compiler.cuda.statements import KernelEmitter
+
+MAX_BOX = 256  # elements per box dimension
+MAX_RANK = 3  # the copy wrappers of choreo_runtime.cuh
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A tensor-map kernel parameter: which array, its element type, the box (outermost first), the swizzle."""
+
+    name: str
+    symbol: Symbol
+    element: str
+    box: tuple[int, ...]
+    swizzle: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One bulk tensor copy, ready to issue: its map, its coordinates (innermost first), its bytes."""
+
+    map: TensorMap
+    shared: CExpr  # the shared side's first element
+    coordinates: tuple[CExpr, ...]
+    bytes: int
+    line: int
+    text: str
+
+    def load(self, barrier: str) -> str:
+        arguments = ", ".join(c.text for c in self.coordinates)
+        return f"choreo::tma_load({self.shared.text}, &{self.map.name}, {barrier}, {arguments});  // line {self.line}"
+
+    def store(self) -> str:
+        arguments = ", ".join(c.text for c in self.coordinates)
+        return f"choreo::tma_store(&{self.map.name}, {self.shared.text}, {arguments});"
+
+    def evaluated(self, name: str) -> tuple[list[str], Copy]:
+        """Lines that evaluate the address and coordinates now, into locals named after `name`, and the
+        copy that uses them."""
+        lines = [f"auto* const {name}_shared = {self.shared.text};"]
+        coordinates = []
+        for axis, coordinate in zip("xyz", self.coordinates):
+            if coordinate.value is not None:
+                coordinates.append(coordinate)
+                continue
+            lines.append(f"const int {name}_{axis} = {coordinate.text};")
+            coordinates.append(cexpr.name(f"{name}_{axis}"))
+        return lines, replace(self, shared=cexpr.name(f"{name}_shared"), coordinates=tuple(coordinates))
+
+
+@dataclass(frozen=True)
+class Landing:
+    """The mbarriers (one per issuing instance) on which a waited TMA load lands, and this thread's phase bit."""
+
+    name: str
+    phase: str
+    instance: CExpr
+
+    @property
+    def barrier(self) -> str:
+        return f"&{self.name}[{self.instance.text}]"
+
+
+@dataclass
+class Tma:
+    """The TMA copies of one kernel."""
+
+    emitter: KernelEmitter
+    maps: dict[tuple[Symbol, str, tuple[int, ...], int], TensorMap] = field(default_factory=dict)
+    bound: set[Symbol] = field(default_factory=set)  # futures that a `trigger ... after` binds
+    landings: dict[int, Landing] = field(default_factory=dict)  # id(load statement) -> its barriers
+    future_landings: dict[Symbol, Landing] = field(default_factory=dict)
+    pending: dict[Symbol, Copy] = field(default_factory=dict)  # bound loads, issued at their trigger
+    stores: dict[Symbol, ast.OperationStmt] = field(default_factory=dict)  # async stores not yet waited
+
+    # ------------------------------------------------------------------ before the body
+
+    def prepare(self, kernel: ast.Parallel) -> None:
+        """Find the bound futures, and give each waited load its barriers (initialized before the body)."""
+        info = self.emitter.info
+        loads = [
+            s
+            for s in ast.walk_statements(kernel)
+            if isinstance(s, ast.OperationStmt) and _kind(self.emitter, s) == "tma-load"
+        ]
+        for stmt in ast.walk_statements(kernel):
+            if isinstance(stmt, ast.Trigger):
+                self.bound.update(info.symbol_of[id(f)] for f in stmt.after if id(f) in info.symbol_of)
+        out = self.emitter.out
+        layout = self.emitter.layout
+        inits: list[str] = []
+        for stmt in loads:
+            if _member(self._future_symbol(stmt), self.bound):
+                continue
+            context = info.context_of[id(stmt)]
+            instances = layout.threads // layout.issuing_size(context)
+            base = stmt.result.id if stmt.result is not None else _root(stmt.operation.destination) or "tma"
+            name = self.emitter.names.fresh(f"{base}_landed")
+            offset = self.emitter.arena.allocate(name, 8 * instances, 8)
+            landing = Landing(name, self.emitter.names.fresh(f"{name}_phase"), layout.instance(context))
+            self.landings[id(stmt)] = landing
+            out.source(stmt, f"lands on {name}, an mbarrier per issuing instance")
+            out.line(
+                f"choreo::mbarrier* const {name} = reinterpret_cast<choreo::mbarrier*>({self.emitter.shared_memory} + {offset});"
+            )
+            out.line(f"unsigned {landing.phase} = 0;  // the phase of {name} this thread waits for next")
+            inits.extend(f"choreo::mbarrier_init(&{name}[{index}], 1);" for index in range(instances))
+        if inits:
+            with out.block("if (threadIdx.x == 0)"):
+                for line in inits:
+                    out.line(f"{line}  // one arrival: the elected thread's expect_tx")
+                out.line("choreo::fence_mbarrier_init();")
+            out.line("__syncthreads();")
+
+    # ------------------------------------------------------------------ statements
+
+    def operation(self, stmt: ast.OperationStmt) -> None:
+        emitter = self.emitter
+        operation = stmt.operation
+        assert operation.destination is not None
+        source = emitter.expressions.view(operation.args[0])
+        if source.storage == "global":
+            destination = emitter.destination(stmt, source, _swizzle(operation))
+            self._load(stmt, source, destination)
+        else:
+            destination = emitter.expressions.view(operation.destination)
+            self._store(stmt, source, destination)
+        emitter.note_written(operation.destination)
+
+    def _load(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
+        emitter, out = self.emitter, self.emitter.out
+        if destination.storage != "shared":
+            raise LoweringError("a TMA load copies global memory into shared memory", stmt)
+        copy = self._copy(stmt, source, destination, stmt.operation.args[0])
+        symbol = self._future_symbol(stmt)
+        if symbol is not None:
+            emitter.bindings[symbol] = FutureValue(None, destination, destination.elem)
+        if symbol is not None and symbol in self.bound:
+            if not self._only_loads_until_trigger(stmt, symbol):
+                lines, copy = copy.evaluated(emitter.names.fresh(symbol.name))
+                for line in lines:
+                    out.line(line)
+            self.pending[symbol] = copy
+            out.line("// issued by the 'trigger ... after' that binds it, on that event's mbarrier")
+            return
+        landing = self.landings[id(stmt)]
+        context = emitter.info.context_of[id(stmt)]
+        if emitter.layout.covers_instances(context):
+            barrier = emitter.layout.issuing_group(context).barrier()
+            if barrier is not None:
+                out.line("// every thread is done with the destination's previous contents")
+                out.line(barrier)
+        lines = [
+            f"choreo::mbarrier_arrive_expect_tx({landing.barrier}, {copy.bytes});",
+            copy.load(landing.barrier),
+        ]
+        self._elected(stmt, lines)
+        if symbol is not None:
+            self.future_landings[symbol] = landing
+        if not stmt.operation.is_async:
+            self._wait_landing(landing, stmt, source_text.statement(stmt))
+
+    def _store(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
+        emitter, out = self.emitter, self.emitter.out
+        if source.storage != "shared" or destination.storage != "global":
+            raise LoweringError(
+                "'tma.copy' moves global data to shared memory or shared data to global memory", stmt
+            )
+        assert stmt.operation.destination is not None
+        copy = self._copy(stmt, destination, source, stmt.operation.destination)
+        context = emitter.info.context_of[id(stmt)]
+        group = emitter.layout.issuing_group(context)
+        out.line(
+            "choreo::fence_proxy_async_shared();  // this thread's writes of the tile, visible to the copy engine"
+        )
+        barrier = group.barrier() if emitter.layout.covers_instances(context) else None
+        if barrier is not None:
+            out.line(barrier)
+        lines = [copy.store(), "choreo::bulk_commit_group();"]
+        if not stmt.operation.is_async:
+            lines.append(
+                "choreo::bulk_wait_group();  // a synchronous store has been written when it returns"
+            )
+        self._elected(stmt, lines)
+        if stmt.operation.is_async:
+            symbol = self._future_symbol(stmt)
+            if symbol is not None:
+                self.stores[symbol] = stmt
+                emitter.bindings[symbol] = FutureValue(None, source, source.elem)
+        elif barrier is not None:
+            out.line("// the tile may be written again")
+            out.line(barrier)
+
+    def trigger_after(self, stmt: ast.Trigger) -> None:
+        """`trigger E after f, g`: one expect_tx arrival with the bytes of f and g, then the loads on E's barrier."""
+        emitter = self.emitter
+        if len(stmt.targets) != 1:
+            raise LoweringError("'trigger ... after' binds one event", stmt)
+        copies: list[Copy] = []
+        for item in stmt.after:
+            symbol = emitter.info.symbol_of.get(id(item))
+            copy = self.pending.pop(symbol, None) if symbol is not None else None
+            if copy is None:
+                raise LoweringError(
+                    f"'{source_text.expression(item)}' is not a TMA load issued before this trigger in the same "
+                    "block; the CUDA backend binds loads to the trigger that follows them",
+                    item,
+                )
+            copies.append(copy)
+        address, setup = emitter.events.barrier(stmt.targets[0])
+        if setup:  # the order's side effect may change what the loads address: evaluate them first
+            evaluated = [
+                copy.evaluated(emitter.names.fresh(f"{copy.map.symbol.name}_copy")) for copy in copies
+            ]
+            setup = [line for lines, _ in evaluated for line in lines] + setup
+            copies = [copy for _, copy in evaluated]
+        names = ", ".join(source_text.expression(item) for item in stmt.after)
+        sizes = " + ".join(str(copy.bytes) for copy in copies)
+        total = sum(copy.bytes for copy in copies)
+        issue = [
+            f"choreo::mbarrier_arrive_expect_tx({address}, {total});  // {names}: {sizes} bytes",
+            *(copy.load(address) for copy in copies),
+        ]
+        condition = emitter.elected(stmt)
+        if condition is None:
+            write_once([*setup, *issue], emitter.out)
+            return
+        with emitter.out.block("") if setup else nullcontext():
+            for line in setup:
+                emitter.out.line(line)
+            with emitter.out.block(f"if ({condition.text})"):
+                for line in issue:
+                    emitter.out.line(line)
+
+    def _only_loads_until_trigger(self, stmt: ast.OperationStmt, symbol: Symbol) -> bool:
+        """Whether only TMA loads stand between a bound load and the trigger that binds it (same block)."""
+        position = self.emitter.positions.get(id(stmt))
+        if position is None:
+            return False
+        block, index = position
+        for later in block.body[index + 1 :]:
+            if isinstance(later, ast.Trigger) and any(
+                self.emitter.info.symbol_of.get(id(item)) is symbol for item in later.after
+            ):
+                return True
+            if not (isinstance(later, ast.OperationStmt) and later.operation.family == "tma"):
+                return False
+        return False
+
+    def waits(self, symbol: Symbol) -> bool:
+        return symbol in self.future_landings or symbol in self.stores
+
+    def wait(self, symbol: Symbol, stmt: ast.Wait) -> None:
+        if symbol in self.stores:
+            store = self.stores.pop(symbol)
+            self._elected(store, ["choreo::bulk_wait_group();  // the store has been written"])
+            context = self.emitter.info.context_of[id(store)]
+            barrier = self.emitter.layout.issuing_group(context).barrier()
+            if barrier is not None and self.emitter.layout.covers_instances(context):
+                self.emitter.out.line("// the tile may be written again")
+                self.emitter.out.line(barrier)
+            return
+        self._wait_landing(self.future_landings[symbol], stmt, source_text.statement(stmt))
+
+    # ------------------------------------------------------------------ pieces
+
+    def _wait_landing(self, landing: Landing, stmt: ast.Stmt, text: str) -> None:
+        emitter = self.emitter
+        site = len(emitter.events.wait_sites)
+        emitter.events.wait_sites.append(WaitSite(landing.name, stmt.span.line, text))
+        emitter.out.line(f"choreo::event_wait({landing.barrier}, {landing.phase}, {emitter.status}, {site});")
+        emitter.out.line(f"{landing.phase} ^= 1;")
+
+    def _elected(self, stmt: ast.Stmt, lines: list[str]) -> None:
+        """Lines that one elected thread per instance runs."""
+        condition = self.emitter.elected(stmt)
+        if condition is None:
+            for line in lines:
+                self.emitter.out.line(line)
+            return
+        if len(lines) == 1:
+            self.emitter.out.line(f"if ({condition.text}) {lines[0]}")
+            return
+        with self.emitter.out.block(f"if ({condition.text})"):
+            for line in lines:
+                self.emitter.out.line(line)
+
+    def _copy(self, stmt: ast.OperationStmt, tile: View, shared: View, tile_expr: ast.Expr) -> Copy:
+        """The copy of `tile` (global) to or from `shared`: a tensor map, coordinates and bytes."""
+        swizzle = shared.swizzle
+        element_bytes = ELEMENT_BYTES[tile.elem]
+        if tile.origin is None:
+            raise LoweringError(
+                f"this view of '{tile.root}' is reshaped, so a TMA copy cannot address it; copy a tile of the array",
+                tile_expr,
+            )
+        box = [1] * len(tile.origin)
+        for dim, axis in zip(tile.dims, tile.axes):
+            if dim.value is None:
+                raise LoweringError(
+                    "a TMA box needs its extents at compile time (use #define for tile sizes)", tile_expr
+                )
+            box[axis] = dim.value
+        if not 1 <= len(box) <= MAX_RANK:
+            raise LoweringError(
+                f"TMA copies of {len(box)}-dimensional arrays are not supported yet", tile_expr
+            )
+        problems = [f"each box extent at most {MAX_BOX} elements"] if max(box) > MAX_BOX else []
+        row_bytes = box[-1] * element_bytes
+        if row_bytes % 16:
+            problems.append(f"rows of a multiple of 16 bytes (these are {row_bytes})")
+        if swizzle and row_bytes != swizzle:
+            problems.append(f"rows of exactly {swizzle} bytes with .swiz<{swizzle}> (these are {row_bytes})")
+        if problems:
+            raise LoweringError(f"a TMA copy of box {tuple(box)} needs " + " and ".join(problems), tile_expr)
+        total = element_count(shared.dims).value
+        if not shared.is_compact or total != element_count(tuple(cexpr.const(b) for b in box)).value:
+            raise LoweringError(
+                f"the shared side of a TMA copy is one contiguous tile of the box's {tuple(box)} elements",
+                stmt,
+            )
+        symbol = self._array_symbol(tile_expr)
+        key = (symbol, tile.elem, tuple(box), swizzle)
+        if key not in self.maps:
+            name = self.emitter.names.fresh(f"{symbol.name}_tma")
+            self.maps[key] = TensorMap(name, symbol, tile.elem, tuple(box), swizzle)
+        coordinates = tuple(reversed(tile.origin))
+        bytes_moved = element_count(tuple(cexpr.const(b) for b in box)).value or 0
+        return Copy(
+            self.maps[key],
+            shared.start,
+            coordinates,
+            bytes_moved * element_bytes,
+            stmt.span.line,
+            source_text.statement(stmt),
+        )
+
+    def _array_symbol(self, expr: ast.Expr) -> Symbol:
+        """The global array (a parameter or host-level buffer) a TMA copy addresses."""
+        root = expr
+        while isinstance(root, ast.Method | ast.Member | ast.Index | ast.Paren):
+            root = root.inner if isinstance(root, ast.Paren) else root.value
+        symbol = self.emitter.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        value = self.emitter.bindings.get(symbol) if symbol is not None else None
+        if symbol is None or not isinstance(value, View) or value.storage != "global":
+            raise LoweringError(
+                "a TMA copy addresses a global array: a parameter or a host-level buffer", expr
+            )
+        return symbol
+
+    def _future_symbol(self, stmt: ast.OperationStmt) -> Symbol | None:
+        if stmt.result is None:
+            return None
+        return self.emitter.info.symbol_of.get(id(stmt.result)) or self.emitter.info.futures.get(id(stmt))
+
+
+def _swizzle(operation: ast.Operation) -> int:
+    argument = operation.template_args.get("swiz")
+    return int(argument) if argument is not None else 0
+
+
+def _member(symbol: Symbol | None, symbols: set[Symbol]) -> bool:
+    return symbol is not None and symbol in symbols
+
+
+def _kind(emitter: KernelEmitter, stmt: ast.Stmt) -> str:
+    info = emitter.info.operations.get(id(stmt))
+    return info.kind if info is not None else ""
+
+
+def _root(expr: ast.Expr | None) -> str | None:
+    while isinstance(expr, ast.Method | ast.Member | ast.Index):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None

@@ -1,0 +1,512 @@
+"""WGMMA: the `mma` statements on Hopper warpgroups, as wgmma.mma_async on shared-memory operands.
+
+An accumulator lives in the registers of each thread of its warpgroup: `rows / 64` fragments of
+an m64nN instruction (language.md 12.5), N being the accumulator's columns. `mma.row.row acc, a, b`
+becomes, for each 64 rows of `a` and each K step of the instruction (every step reads 32 bytes of
+each row: k16 for 16-bit types, k8 for tf32, k32 for 8-bit types), one `wgmma.mma_async` whose
+operands are descriptors of the swizzled shared tiles; the statement's instructions form one
+commit group. A tile is K-major when its rows run along K (`a` of `row`, `b` of `row`: the
+prototype's "TN" GEMM) and MN-major otherwise (`b` of `mma.row.col` is [K, N]), which WGMMA reads
+transposed (16-bit types only).
+
+Completion (futures.md): a synchronous mma waits for its own group at once, except that
+consecutive synchronous MMAs of one block share the wait of the last (language.md 12.4: nothing
+between them can tell), so the tensor cores do not drain between them; `wait op` waits with
+`wgmma.wait_group N`, N being the fewest async MMA groups that the path can have committed after
+`op`'s group when it reaches the wait, over every way of getting there (loops included): groups
+complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel.
+
+`mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
+read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
+from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.views import Accumulator, LoweringError, View
+
+if TYPE_CHECKING:
+    from choreo_kernel.compiler.cuda.statements import KernelEmitter
+
+PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
+STEP_BYTES = 32  # each K step of a wgmma reads 32 bytes of every operand row
+STORE_TYPES = ("f32", "f16", "bf16")  # what mma.store converts an accumulator into
+REGISTERS_PER_LINE = 8
+MAX_WAIT_DEPTH = 7  # deeper than any real pipeline: wait_group 7 is as good as no wait
+SWIZZLES = (32, 64, 128)  # bytes
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One form of wgmma.mma_async: m64nNkK, the accumulator and operand types, which operands are MN-major."""
+
+    n: int
+    accumulator: str  # f32 or f16
+    operand: str  # the Choreo element type of A and B
+    a_mn_major: bool
+    b_mn_major: bool
+
+    @property
+    def k(self) -> int:
+        return STEP_BYTES // ELEMENT_BYTES[self.operand]
+
+    @property
+    def registers(self) -> int:
+        return self.n // 2 if self.accumulator == "f32" else self.n // 4
+
+    @property
+    def ptx(self) -> str:
+        kind = PTX_TYPES[self.operand]
+        return f"wgmma.mma_async.sync.aligned.m64n{self.n}k{self.k}.{self.accumulator}.{kind}.{kind}"
+
+    @property
+    def name(self) -> str:
+        majors = ("_a_mmajor" if self.a_mn_major else "") + ("_b_nmajor" if self.b_mn_major else "")
+        return f"wgmma_m64n{self.n}k{self.k}_{self.accumulator}_{PTX_TYPES[self.operand]}{majors}"
+
+
+def wrapper(instruction: Instruction) -> str:
+    """The device function for one wgmma form: its asm lists every accumulator register, so it is generated."""
+    count = instruction.registers
+    c_type = "float" if instruction.accumulator == "f32" else "unsigned"
+    constraint = "+f" if instruction.accumulator == "f32" else "+r"
+    registers = [f"%{i}" for i in range(count)]
+    register_lines = [
+        ", ".join(registers[i : i + REGISTERS_PER_LINE * 2]) for i in range(0, count, REGISTERS_PER_LINE * 2)
+    ]
+    transposes = (
+        f", {int(instruction.a_mn_major)}, {int(instruction.b_mn_major)}"
+        if ELEMENT_BYTES[instruction.operand] == 2
+        else ""
+    )
+    a_major = "M-major: [K, M]" if instruction.a_mn_major else "K-major: [M, K]"
+    b_major = "N-major: [K, N]" if instruction.b_mn_major else "K-major: [N, K]"
+    lines = [
+        f"// {instruction.ptx}: acc ({count} {c_type} registers per thread) += A * B,",
+        f"// A ({a_major}) and B ({b_major}) read from shared memory through their descriptors.",
+        f"CHOREO_DEVICE void {instruction.name}({c_type}* acc, unsigned long long a, unsigned long long b) {{",
+        "  asm volatile(",
+        '      "{\\n.reg .pred accumulate;\\n"',
+        f'      "setp.ne.b32 accumulate, %{count + 2}, 0;\\n"',
+        f'      "{instruction.ptx} "',
+        '      "{"',
+        *(
+            f'      "{line}{", " if index < len(register_lines) - 1 else ""}"'
+            for index, line in enumerate(register_lines)
+        ),
+        f'      "}}, %{count}, %{count + 1}, accumulate, 1, 1{transposes};\\n}}\\n"',
+    ]
+    outputs = [f'"{constraint}"(acc[{i}])' for i in range(count)]
+    output_lines = [
+        ", ".join(outputs[i : i + REGISTERS_PER_LINE]) for i in range(0, count, REGISTERS_PER_LINE)
+    ]
+    lines.append(f"      : {output_lines[0]}{',' if len(output_lines) > 1 else ''}")
+    lines.extend(
+        f"        {line}{',' if index < len(output_lines) - 2 else ''}"
+        for index, line in enumerate(output_lines[1:])
+    )
+    lines.append('      : "l"(a), "l"(b), "r"(1));')
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@dataclass
+class Mma:
+    """The MMA statements of one kernel, and the wgmma forms they use."""
+
+    emitter: KernelEmitter
+    instructions: dict[str, Instruction] = field(default_factory=dict)
+    async_issues: dict[Symbol, Accumulator] = field(
+        default_factory=dict
+    )  # in-flight futures: their accumulator
+    depths: dict[tuple[int, Symbol], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.depths = wait_depths(self.emitter.kernel, self.emitter.info)
+
+    def operation(self, stmt: ast.OperationStmt) -> None:
+        words = [q for q in stmt.operation.qualifiers if q not in ("async", "swiz")]
+        if words[0] == "fill":
+            self._fill(stmt)
+        elif words[0] == "load":
+            self._load(stmt)
+        elif words[0] == "store":
+            self._store(stmt)
+        else:
+            self._execute(stmt, words[0] == "col", words[1] == "col")
+
+    # ------------------------------------------------------------------ accumulators
+
+    def _fill(self, stmt: ast.OperationStmt) -> None:
+        emitter = self.emitter
+        args = stmt.operation.args
+        if stmt.result is None:
+            accumulator = self._accumulator(args[0])
+            value = emitter.expressions.operand(args[1])
+        else:
+            symbol = emitter.info.symbol_of.get(id(stmt.result))
+            if symbol is None:
+                return  # an accumulator nothing uses
+            shape = symbol.accumulator_shape
+            if shape is None or not all(isinstance(d, int) for d in shape):
+                raise LoweringError(
+                    f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
+                    stmt,
+                )
+            rows, columns = (int(d) for d in shape)
+            if rows % 64:
+                raise LoweringError(
+                    f"a WGMMA accumulator has a multiple of 64 rows per warpgroup, not {rows}", stmt
+                )
+            element = [q for q in stmt.operation.qualifiers if q in ("f32", "f16")]
+            name = emitter.names.source(symbol.name)
+            accumulator = Accumulator(cexpr.name(name), element[0] if element else "f32", rows, columns)
+            emitter.out.line(
+                f"{accumulator.c_type} {name}[{accumulator.registers}];  "
+                f"// {rows}x{columns} {accumulator.elem}: {accumulator.tiles} m64n{columns} fragment(s) per warpgroup"
+            )
+            emitter.bindings[symbol] = accumulator
+            value = emitter.expressions.operand(args[0])
+        fill = elements.convert(value.expr, value.type, "f32")
+        emitter.out.line(f"choreo::fill_accumulator({accumulator.name.text}, {fill.text});")
+        # Pins the fill here: moved next to the accumulator's first MMA, it could land while another
+        # MMA is running, which makes ptxas serialize them (C7514).
+        emitter.out.line(f"choreo::wgmma_fence_operand({accumulator.name.text});")
+
+    def _accumulator(self, expr: ast.Expr) -> Accumulator:
+        value = self.emitter.expressions.value(expr)
+        if not isinstance(value, Accumulator):
+            raise LoweringError("an accumulator (from mma.fill) is needed here", expr)
+        return value
+
+    def _load(self, stmt: ast.OperationStmt) -> None:
+        """`f = mma.load tile`: the fragment is the tile itself, read by descriptor where it is used."""
+        view = self.emitter.expressions.view(stmt.operation.args[0])
+        swizzle = stmt.operation.template_args.get("swiz")
+        if swizzle is not None and int(swizzle) != view.swizzle:
+            raise LoweringError(
+                f"'{view.root}' has a {view.swizzle}-byte swizzle here, not the {swizzle} bytes this mma.load names",
+                stmt,
+            )
+        symbol = self.emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
+        if symbol is not None:
+            self.emitter.bindings[symbol] = view
+        self.emitter.out.line(
+            "// the fragment stays in shared memory: the MMA that uses it reads it by descriptor"
+        )
+
+    def _store(self, stmt: ast.OperationStmt) -> None:
+        emitter = self.emitter
+        accumulator = self._accumulator(stmt.operation.args[0])
+        destination = emitter.expressions.view(stmt.operation.args[1])
+        emitter.note_written(stmt.operation.args[1])
+        dims = [d.value for d in destination.dims]
+        if dims != [accumulator.rows, accumulator.columns] or destination.strides[-1].value != 1:
+            raise LoweringError(
+                f"'mma.store' writes a {accumulator.rows}x{accumulator.columns} accumulator into a tile of that "
+                "shape with contiguous rows",
+                stmt,
+            )
+        if destination.elem not in STORE_TYPES:
+            raise LoweringError(
+                f"'mma.store' converts into {', '.join(STORE_TYPES)}, not {destination.elem}", stmt
+            )
+        row_stride = destination.strides[0]
+        if (
+            destination.swizzle
+            and (row_stride.value or 0) * ELEMENT_BYTES[destination.elem] != destination.swizzle
+        ):
+            raise LoweringError(
+                f"'{destination.root}' is swizzled by {destination.swizzle} bytes, so its rows must be that long",
+                stmt,
+            )
+        template = f"{accumulator.columns}, {accumulator.tiles}, {destination.swizzle}"
+        emitter.out.line(
+            f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, {row_stride.text});"
+        )
+        context = emitter.info.context_of[id(stmt)]
+        if destination.storage == "shared" and emitter.layout.covers_instances(context):
+            barrier = emitter.layout.issuing_group(context).barrier()
+            if barrier is not None:
+                emitter.out.line("// the whole tile is stored")
+                emitter.out.line(barrier)
+
+    # ------------------------------------------------------------------ the MMA itself
+
+    def _execute(self, stmt: ast.OperationStmt, a_mn_major: bool, b_mn_major: bool) -> None:
+        emitter, out = self.emitter, self.emitter.out
+        args = stmt.operation.args
+        accumulator = self._accumulator(args[0])
+        a, b = emitter.expressions.view(args[1]), emitter.expressions.view(args[2])
+        rows, k = self._extents(a, a_mn_major, "a", args[1])
+        columns, k_b = self._extents(b, b_mn_major, "b", args[2])
+        if (rows, columns) != (accumulator.rows, accumulator.columns) or k != k_b:
+            raise LoweringError(
+                f"this MMA is {rows}x{columns} with K {k} and {k_b}; the accumulator is "
+                f"{accumulator.rows}x{accumulator.columns}",
+                stmt,
+            )
+        if a.elem not in PTX_TYPES:
+            raise LoweringError(
+                f"WGMMA in this lowering takes {', '.join(PTX_TYPES)} operands, not {a.elem}", stmt
+            )
+        instruction = Instruction(columns, accumulator.elem, a.elem, a_mn_major, b_mn_major)
+        if k % instruction.k:
+            raise LoweringError(
+                f"K = {k} is not a multiple of the instruction's K step {instruction.k}", stmt
+            )
+        if (a_mn_major and rows > 64) or ((a_mn_major or b_mn_major) and ELEMENT_BYTES[a.elem] != 2):
+            raise LoweringError(
+                "an MN-major (transposed) WGMMA operand needs a 16-bit element type and one 64-row tile", stmt
+            )
+        self.instructions[instruction.name] = instruction
+        steps, tiles = k // instruction.k, rows // 64
+        step = self.emitter.names.fresh("k_step") if steps > 1 else None
+        tile = self.emitter.names.fresh("m_tile") if tiles > 1 else None
+        a_start = _advance(a, a_mn_major, step, instruction.k, tile)
+        b_start = _advance(b, b_mn_major, step, instruction.k, None)
+        target = accumulator.name
+        if tile is not None:
+            target = cexpr.add(
+                target, cexpr.multiply(cexpr.name(tile), cexpr.const(accumulator.registers // tiles))
+            )
+        call = (
+            f"choreo::{instruction.name}({target.text}, choreo::wgmma_descriptor<{a.swizzle}>({a_start.text}), "
+            f"choreo::wgmma_descriptor<{b.swizzle}>({b_start.text}));"
+        )
+        name = accumulator.name.text
+        out.line(f"choreo::wgmma_fence_operand({name});")
+        out.line(
+            "choreo::wgmma_fence();  // the accumulator and the operand tiles are ready for the tensor cores"
+        )
+        loops = [(tile, tiles), (step, steps)]
+        self._loops([loop for loop in loops if loop[0] is not None], call)
+        out.line("choreo::wgmma_commit_group();")
+        symbol = emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
+        if stmt.operation.is_async and symbol is not None:
+            # Nothing may touch the accumulator until the wait (not even the operand fence, whose
+            # register moves would make ptxas serialize the pipeline: C7514).
+            self.async_issues[symbol] = accumulator
+            return
+        if self._batched(stmt):
+            out.line("// waited with the synchronous MMA that follows (language.md 12.4)")
+            return
+        out.line(
+            "choreo::wgmma_wait_group<0>();  // a synchronous MMA is complete at the end of its statement"
+        )
+        out.line(f"choreo::wgmma_fence_operand({name});")
+
+    def _batched(self, stmt: ast.OperationStmt) -> bool:
+        """Whether the next statement of the block is a synchronous MMA too, which waits for both."""
+        position = self.emitter.positions.get(id(stmt))
+        if position is None or position[1] + 1 >= len(position[0].body):
+            return False
+        following = position[0].body[position[1] + 1]
+        return (
+            isinstance(following, ast.OperationStmt)
+            and _is_mma_exec(following)
+            and not following.operation.is_async
+        )
+
+    def _loops(self, loops: list[tuple[str | None, int]], call: str) -> None:
+        out = self.emitter.out
+        if not loops:
+            out.line(call)
+            return
+        variable, count = loops[0]
+        out.line("#pragma unroll")
+        with out.block(f"for (int {variable} = 0; {variable} < {count}; ++{variable})"):
+            self._loops(loops[1:], call)
+
+    def _extents(self, view: View, mn_major: bool, which: str, expr: ast.Expr) -> tuple[int, int]:
+        """(M or N, K) of an operand tile, after checking that WGMMA can read its layout."""
+        dims = [d.value for d in view.dims]
+        if len(dims) != 2 or None in dims:
+            raise LoweringError(f"operand {which} of an MMA is a 2-D tile of known size", expr)
+        row_bytes = (view.strides[0].value or 0) * ELEMENT_BYTES[view.elem]
+        if (
+            view.storage != "shared"
+            or not view.swizzle
+            or view.strides[1].value != 1
+            or row_bytes != view.swizzle
+        ):
+            raise LoweringError(
+                f"operand {which} ('{view.root}') must be a shared tile in a swizzled layout whose rows are the "
+                "swizzle's width (32, 64 or 128 bytes), as a TMA load with .swiz<N> writes it",
+                expr,
+            )
+        first, second = int(dims[0] or 0), int(dims[1] or 0)
+        if mn_major:
+            if second * ELEMENT_BYTES[view.elem] != view.swizzle:
+                raise LoweringError(f"operand {which} ('{view.root}') spans more than one swizzle row", expr)
+            return second, first
+        if second * ELEMENT_BYTES[view.elem] > view.swizzle:
+            raise LoweringError(f"operand {which} ('{view.root}') has K wider than one swizzle row", expr)
+        return first, second
+
+    # ------------------------------------------------------------------ waits
+
+    def waits(self, symbol: Symbol) -> bool:
+        return symbol in self.async_issues
+
+    def wait(self, symbol: Symbol, stmt: ast.Wait) -> None:
+        accumulator = self.async_issues[symbol]
+        depth = min(self.depths.get((id(stmt), symbol), 0), MAX_WAIT_DEPTH)
+        note = (
+            f"{depth} later MMA group(s) may still run"
+            if depth
+            else "no MMA group of this path is still running"
+        )
+        self.emitter.out.line(f"choreo::wgmma_wait_group<{depth}>();  // '{symbol.name}' is complete; {note}")
+        self.emitter.out.line(f"choreo::wgmma_fence_operand({accumulator.name.text});")
+
+    def rotate(self, symbols: list[Symbol]) -> bool:
+        """`swap`/`rotate` of MMA futures: their groups trade names, which only the compiler tracks."""
+        if not symbols or not all(symbol in self.async_issues for symbol in symbols):
+            return False
+        accumulators = [self.async_issues[symbol] for symbol in symbols]
+        for symbol, accumulator in zip(symbols, accumulators[1:] + accumulators[:1]):
+            self.async_issues[symbol] = accumulator
+        return True
+
+    def wrappers(self) -> dict[str, str]:
+        """The device function of each wgmma form this kernel uses, by name."""
+        return {name: wrapper(instruction) for name, instruction in self.instructions.items()}
+
+
+def _advance(view: View, mn_major: bool, step: str | None, k: int, tile: str | None) -> CExpr:
+    """The first element that one instruction reads: K steps move along rows (MN-major) or columns."""
+    start = view.start
+    stride = view.strides[0]
+    if step is not None:
+        k_offset = cexpr.multiply(cexpr.name(step), cexpr.const(k))
+        start = cexpr.add(start, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
+    if tile is not None:
+        start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
+    return start
+
+
+def _is_mma_exec(stmt: ast.Stmt) -> bool:
+    if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family != "mma":
+        return False
+    words = [q for q in stmt.operation.qualifiers if q != "async"]
+    return words[:1] in (["row"], ["col"])
+
+
+# The fewest MMA groups committed after each in-flight future's group, per future; DONE once it is
+# known complete (a wait for it or for a later group, or a synchronous MMA, which waits for all).
+Groups = dict[Symbol, int]
+DONE = 1 << 20
+LOOP_PASSES = 8
+
+
+def wait_depths(kernel: ast.Parallel, info: FunctionInfo) -> dict[tuple[int, Symbol], int]:
+    """For each `wait` of an MMA future (by statement and future): the wgmma.wait_group depth."""
+    depths: dict[tuple[int, Symbol], int] = {}
+
+    def symbol_of(expr: ast.Expr | None) -> Symbol | None:
+        return info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+
+    def merge(a: Groups, b: Groups) -> Groups:
+        return {s: min(a.get(s, DONE), b.get(s, DONE)) for s in a.keys() | b.keys()}
+
+    def run(stmt: ast.Stmt, groups: Groups) -> Groups:
+        if isinstance(stmt, ast.OperationStmt) and _is_mma_exec(stmt):
+            if not stmt.operation.is_async:
+                return dict.fromkeys(groups, DONE)
+            groups = {s: min(count + 1, DONE) for s, count in groups.items()}
+            issued = symbol_of(stmt.result)
+            if issued is not None:
+                groups[issued] = 0
+            return groups
+        if isinstance(stmt, ast.Wait):
+            for target in stmt.targets:
+                symbol = symbol_of(target)
+                if symbol is None or symbol not in groups:
+                    continue
+                depth = groups[symbol]
+                depths[(id(stmt), symbol)] = min(depths.get((id(stmt), symbol), DONE), depth)
+                groups = {s: DONE if count >= depth else count for s, count in groups.items()}
+            return groups
+        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call):
+            call = stmt.expr
+            if isinstance(call.callee, ast.Name) and call.callee.id in ("swap", "rotate"):
+                symbols = [symbol_of(arg) for arg in call.args]
+                counts = [groups.get(s, DONE) if s is not None else DONE for s in symbols]
+                for symbol, count in zip(symbols, counts[1:] + counts[:1]):
+                    if symbol is not None:
+                        groups[symbol] = count
+            return groups
+        if isinstance(stmt, ast.If):
+            otherwise = run(stmt.otherwise, groups) if stmt.otherwise is not None else groups
+            return merge(run(stmt.then, groups), otherwise)
+        if isinstance(stmt, ast.InThreads):
+            return merge(run(stmt.body, groups), groups)
+        if isinstance(stmt, ast.Foreach | ast.ForeachRange | ast.While):
+            entry = groups
+            for _ in range(LOOP_PASSES):  # an iteration starts from before the loop or after another
+                widened = merge(groups, run(stmt.body, entry))
+                if widened == entry:
+                    break
+                entry = widened
+            return merge(groups, run(stmt.body, entry))
+        for child in ast.child_statements(stmt):
+            groups = run(child, groups)
+        return groups
+
+    run(kernel, {})
+    return depths
+
+
+def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, int]:
+    """The layout of each shared buffer that TMA or WGMMA uses (language.md 12.6): the swizzle that a
+    TMA copy or mma.load names with .swiz<N>, else, for a WGMMA operand, the widest one its rows fill."""
+    named: dict[Symbol, int] = {}
+    operands: set[Symbol] = set()
+    for stmt in ast.walk_statements(kernel):
+        if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family not in ("tma", "mma"):
+            continue
+        operation = stmt.operation
+        swizzle = operation.template_args.get("swiz")
+        if swizzle is not None:
+            for expr in (*operation.args, operation.destination):
+                symbol = _buffer(info, expr)
+                if symbol is not None:
+                    named[symbol] = int(swizzle)
+        if operation.family == "mma" and operation.qualifiers[0] in ("row", "col"):
+            operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
+    chosen = dict(named)
+    for symbol in operands - named.keys():
+        value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+        if isinstance(value, Data) and value.dims and isinstance(value.dims[-1], int):
+            row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
+            chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
+    return chosen
+
+
+def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
+    """The shared buffer at the root of a view, through an mma.load fragment."""
+    while isinstance(expr, ast.Method | ast.Member | ast.Index | ast.Paren):
+        expr = expr.inner if isinstance(expr, ast.Paren) else expr.value
+    symbol = info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+    if (
+        symbol is not None
+        and isinstance(symbol.value, Fragment)
+        and isinstance(symbol.declaration, ast.OperationStmt)
+    ):
+        return _buffer(info, symbol.declaration.operation.args[0])
+    if symbol is not None and isinstance(symbol.value, Data | BufferArray) and _storage(symbol) == "shared":
+        return symbol
+    return None
+
+
+def _storage(symbol: Symbol) -> str:
+    value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+    return value.storage if isinstance(value, Data) else ""

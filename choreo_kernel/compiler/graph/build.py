@@ -1,0 +1,410 @@
+"""Build the dependency graph of one analyzed function.
+
+One walk over the function in source order makes the clusters (parallel
+scopes, async paths, loops) and the nodes and edges that the statements
+themselves state: an operation produces its future, a wait or a bound trigger
+consumes it, a trigger publishes an event, a wait blocks on one, `after`
+orders an operation after a future.  The buffer hand-offs come from the flow
+walk of handoff.py.  Events are drawn in the innermost scope that holds all
+their users, which puts a ring between the paths that share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
+from choreo_kernel.compiler.diagnostics import Span
+from choreo_kernel.compiler.graph import model
+from choreo_kernel.compiler.graph.handoff import find_handoffs, is_rotation, written_expr
+from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Graph, Node
+from choreo_kernel.compiler.graph.text import expr_source, operation_source, order_value
+
+if TYPE_CHECKING:
+    from choreo_kernel.compiler.driver import Analysis
+
+
+def build_graph(analysis: Analysis, name: str) -> Graph:
+    """The graph of `__co__` function `name` of an analyzed program."""
+    info = analysis.functions.get(name)
+    if info is None:
+        known = ", ".join(analysis.functions) or "none"
+        raise KeyError(f"no __co__ function '{name}' (the program has: {known})")
+    return build_function_graph(info)
+
+
+def build_function_graph(info: FunctionInfo) -> Graph:
+    return _Builder(info).build()
+
+
+@dataclass(frozen=True)
+class _Position:
+    """Where the walk is: the innermost cluster, the async path, the loops, and whether an `if` guards it."""
+
+    cluster: str | None = None
+    path: str | None = None
+    loops: tuple[str, ...] = ()
+    guarded: bool = False
+
+
+Last = tuple[str, ...]  # the step nodes that ran last on the current path, for program-order edges
+
+
+class _Builder:
+    def __init__(self, info: FunctionInfo) -> None:
+        self.info = info
+        function = info.function
+        self.graph = Graph(function.name, function.span)
+        self.handoffs = sorted(find_handoffs(info), key=lambda h: (_key(h.span), _key(h.writer.span)))
+        self.readers = {id(handoff.reader) for handoff in self.handoffs}
+        self.node_of: dict[int, str] = {}  # id(Stmt) -> its node
+        self.future_nodes: dict[Symbol, str] = {}
+        self.event_nodes: dict[Symbol, str] = {}
+        self.ids: set[str] = set()  # node and cluster ids given out
+
+    def build(self) -> Graph:
+        self._block(self.info.function.body.body, _Position(), ())
+        self._add_handoffs()
+        self._place_events()
+        self._mark_roles()
+        return self.graph
+
+    # ------------------------------------------------------------------ creation
+
+    def _unique(self, base: str) -> str:
+        """`base`, or `base#2`, ...: a macro can expand to several statements at one place."""
+        name, suffix = base, 2
+        while name in self.ids:
+            name, suffix = f"{base}#{suffix}", suffix + 1
+        self.ids.add(name)
+        return name
+
+    def _node(self, kind: str, title: str, span: Span, at: _Position, **attributes: Attribute) -> Node:
+        node_id = self._unique(f"{kind}@{span.line}:{span.column}")
+        node = Node(node_id, kind, title, span, at.cluster, at.path, at.loops, at.guarded, dict(attributes))
+        self.graph.nodes.append(node)
+        return node
+
+    def _edge(self, source: str, target: str, kind: str, span: Span, **attributes: Attribute) -> None:
+        self.graph.edges.append(Edge(source, target, kind, span, dict(attributes)))
+
+    def _cluster(self, kind: str, title: str, span: Span, at: _Position, **attributes: Attribute) -> str:
+        cluster_id = self._unique(f"cluster_{kind}_{span.line}_{span.column}")
+        self.graph.clusters.append(Cluster(cluster_id, kind, title, span, at.cluster, dict(attributes)))
+        return cluster_id
+
+    def _step(self, node: Node, last: Last) -> Last:
+        """A node that runs in program order on its path: linked after the ones that ran before it."""
+        for previous in last:
+            self._edge(previous, node.id, model.NEXT, node.span)
+        return (node.id,)
+
+    # ------------------------------------------------------------------ statements
+
+    def _block(self, statements: tuple[ast.Stmt, ...], at: _Position, last: Last) -> Last:
+        for stmt in statements:
+            last = self._statement(stmt, at, last)
+        return last
+
+    def _body(self, body: ast.Stmt, at: _Position, last: Last) -> Last:
+        return self._block(body.body if isinstance(body, ast.Block) else (body,), at, last)
+
+    def _statement(self, stmt: ast.Stmt, at: _Position, last: Last) -> Last:
+        if isinstance(stmt, (ast.If, ast.While)) and id(stmt) in self.readers:  # reads in its condition
+            last = self._read(stmt, at, last, stmt.condition.span)
+        if isinstance(stmt, ast.Parallel):
+            return self._parallel(stmt, at, last)
+        if isinstance(stmt, ast.InThreads) and stmt.is_async:
+            title = f"inthreads.async ({expr_source(stmt.condition)})"
+            cluster = self._cluster(model.PATH, title, stmt.span, at, predicate=expr_source(stmt.condition))
+            self._body(stmt.body, replace(at, cluster=cluster, path=cluster, guarded=False), last)
+            return last  # an independent path: the enclosing one does not wait for it
+        if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
+            return self._loop(stmt, at, last)
+        if isinstance(stmt, ast.If):
+            inner = replace(at, guarded=True)
+            then = self._body(stmt.then, inner, last)
+            otherwise = self._body(stmt.otherwise, inner, last) if stmt.otherwise is not None else last
+            return tuple(dict.fromkeys(then + otherwise))
+        if isinstance(stmt, (ast.InThreads, ast.With)):
+            return self._body(stmt.body, at, last)
+        if isinstance(stmt, ast.Block):
+            return self._block(stmt.body, at, last)
+        if isinstance(stmt, ast.Unsupported) and stmt.inner is not None:
+            return self._statement(stmt.inner, at, last)
+        if isinstance(stmt, ast.EventDecl):
+            self._event(stmt, at)
+        elif isinstance(stmt, ast.OperationStmt):
+            return self._operation(stmt, at, last)
+        elif isinstance(stmt, ast.Wait):
+            return self._wait(stmt, at, last)
+        elif isinstance(stmt, ast.Trigger):
+            return self._trigger(stmt, at, last)
+        elif isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
+            return self._swap(stmt, stmt.expr, at, last)
+        if id(stmt) in self.readers:
+            return self._read(stmt, at, last)
+        return last
+
+    def _parallel(self, stmt: ast.Parallel, at: _Position, last: Last) -> Last:
+        clauses = ", ".join(_clause_text(clause) for clause in stmt.clauses)
+        levels = list(self.info.levels_of.get(id(stmt), ()))
+        title = f"parallel{'.async' if stmt.is_async else ''} {clauses}"
+        cluster = self._cluster(model.PARALLEL, title, stmt.span, at, levels=levels)
+        return self._body(stmt.body, replace(at, cluster=cluster), last)
+
+    def _loop(self, stmt: ast.Foreach | ast.ForeachRange | ast.While, at: _Position, last: Last) -> Last:
+        extent: str | None = None
+        if isinstance(stmt, ast.Foreach):
+            extent = expr_source(stmt.extent)
+            names = ", ".join(name.id for name in stmt.variables.names)
+            title = f"foreach {{{names}}} in {extent}"
+        elif isinstance(stmt, ast.ForeachRange):
+            title = "foreach " + ", ".join(_range_text(item) for item in stmt.items)
+        else:
+            title = f"while ({expr_source(stmt.condition)})"
+        cluster = self._cluster(model.LOOP, title, stmt.span, at, extent=extent)
+        inner = replace(at, cluster=cluster, loops=(*at.loops, cluster), guarded=False)
+        return self._body(stmt.body, inner, last)
+
+    def _event(self, stmt: ast.EventDecl, at: _Position) -> None:
+        symbol = self._symbol_at(stmt.name_span)
+        if symbol is None or not isinstance(symbol.value, Event):
+            return
+        event = symbol.value
+        size = [str(dim) for dim in event.dims]
+        title = stmt.name + "".join(f"[{dim}]" for dim in size)
+        node = self._node(
+            model.EVENT,
+            title,
+            stmt.name_span,
+            at,
+            name=stmt.name,
+            size=size,
+            initial="ready" if event.ready else "pending",
+            ring=False,
+            storage=event.storage,
+            arrivals=stmt.arrival_count,
+        )
+        self.event_nodes[symbol] = node.id
+
+    def _operation(self, stmt: ast.OperationStmt, at: _Position, last: Last) -> Last:
+        operation = stmt.operation
+        words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+        future = self.info.futures.get(id(stmt))
+        if words == ["any"] or words[:1] == ["fill"]:
+            if future is not None:  # `next = dma.any;`: a placeholder future, no operation
+                self._future(future, at, "placeholder")
+            return self._read(stmt, at, last) if id(stmt) in self.readers else last
+        info = self.info.operations.get(id(stmt))
+        written = written_expr(operation)
+        kind = info.kind if info is not None else f"mma-{words[0]}" if words else operation.family
+        node = self._node(
+            model.OPERATION,
+            operation_source(operation),
+            stmt.span,
+            at,
+            operation=kind,
+            is_async=operation.is_async,
+            operands=[expr_source(arg) for arg in operation.args],
+            destination=expr_source(written) if written is not None else None,
+            future=stmt.result.id if stmt.result is not None else None,
+        )
+        self.node_of[id(stmt)] = node.id
+        if future is not None:
+            category = (
+                "operation" if isinstance(future.value, Future) and not future.value.is_data else "data"
+            )
+            future_node = self._future(future, at, category)
+            self._edge(node.id, future_node, model.PRODUCES, stmt.span)
+        for item in operation.after:
+            symbol = self._future_of(item)
+            if symbol is not None:
+                self._edge(self._future(symbol, at), node.id, model.AFTER, item.span, future=symbol.name)
+        return self._step(node, last)
+
+    def _future(self, symbol: Symbol, at: _Position, category: str | None = None) -> str:
+        """The node of a future variable, made where it first appears; a placeholder that a copy
+        later fills is a data future."""
+        if symbol not in self.future_nodes:
+            node = self._node(model.FUTURE, symbol.name, symbol.span, at, name=symbol.name, category=category)
+            self.future_nodes[symbol] = node.id
+        node = self.graph.node(self.future_nodes[symbol])
+        if category is not None and node.attributes.get("category") in (None, "placeholder"):
+            node.attributes["category"] = category
+        return node.id
+
+    def _wait(self, stmt: ast.Wait, at: _Position, last: Last) -> Last:
+        title = "wait " + ", ".join(expr_source(target) for target in stmt.targets)
+        node = self._node(model.WAIT, title, stmt.span, at)
+        self.node_of[id(stmt)] = node.id
+        for target in stmt.targets:
+            future = self._future_of(target)
+            if future is not None:
+                self._edge(self._future(future, at), node.id, model.CONSUMED_BY, target.span, via="wait")
+            event = self._event_of(target)
+            if event is not None:
+                self._edge(
+                    self.event_nodes[event], node.id, model.WAITS_ON, target.span, **_event_use(event, target)
+                )
+        return self._step(node, last)
+
+    def _trigger(self, stmt: ast.Trigger, at: _Position, last: Last) -> Last:
+        title = "trigger " + ", ".join(expr_source(target) for target in stmt.targets)
+        if stmt.after:
+            title += " after " + ", ".join(expr_source(item) for item in stmt.after)
+        node = self._node(model.TRIGGER, title, stmt.span, at, bound=bool(stmt.after))
+        self.node_of[id(stmt)] = node.id
+        for item in stmt.after:
+            future = self._future_of(item)
+            if future is not None:
+                self._edge(
+                    self._future(future, at), node.id, model.CONSUMED_BY, item.span, via="trigger-after"
+                )
+        for target in stmt.targets:
+            event = self._event_of(target)
+            if event is not None:
+                self._edge(
+                    node.id,
+                    self.event_nodes[event],
+                    model.PUBLISHES,
+                    target.span,
+                    **_event_use(event, target),
+                )
+        return self._step(node, last)
+
+    def _swap(self, stmt: ast.ExprStmt, call: ast.Call, at: _Position, last: Last) -> Last:
+        node = self._node(model.SWAP, expr_source(call), stmt.span, at)
+        self.node_of[id(stmt)] = node.id
+        for arg in call.args:
+            future = self._future_of(arg)
+            if future is not None:
+                self._edge(self._future(future, at), node.id, model.CONSUMED_BY, arg.span, via="swap")
+        return self._step(node, last)
+
+    def _read(self, stmt: ast.Stmt, at: _Position, last: Last, span: Span | None = None) -> Last:
+        """A statement that reads handed-off data (an operation that does is its own node)."""
+        data = dict.fromkeys(h.data for h in self.handoffs if h.reader is stmt)
+        node = self._node(model.READ, "read " + ", ".join(data), span or stmt.span, at, data=list(data))
+        self.node_of[id(stmt)] = node.id
+        return self._step(node, last)
+
+    # ------------------------------------------------------------------ after the walk
+
+    def _add_handoffs(self) -> None:
+        for handoff in self.handoffs:
+            source = self.node_of.get(id(handoff.writer))
+            target = self.node_of.get(id(handoff.reader))
+            if source is None or target is None:
+                continue
+            self._edge(
+                source,
+                target,
+                model.HAND_OFF,
+                handoff.span,
+                data=handoff.data,
+                via=handoff.via,
+                synchronized=handoff.via is not None,
+                writer_is_async=handoff.writer_is_async,
+                same_path=handoff.same_path,
+            )
+
+    def _place_events(self) -> None:
+        """An event sits in the innermost cluster around all its triggers and waits; a ring is marked."""
+        for event_id in self.event_nodes.values():
+            event = self.graph.node(event_id)
+            uses = [e for e in self.graph.edges if event_id in (e.source, e.target)]
+            event.attributes["ring"] = any(e.attributes.get("form") == "at" for e in uses)
+            users = [self.graph.node(e.target if e.source == event_id else e.source) for e in uses]
+            if users:
+                event.cluster = self._common_cluster([user.cluster for user in users])
+
+    def _common_cluster(self, clusters: list[str | None]) -> str | None:
+        chains = [self._chain(cluster) for cluster in clusters]
+        common: str | None = None
+        for level in zip(*chains):
+            if len(set(level)) != 1:
+                break
+            common = level[0]
+        return common
+
+    def _chain(self, cluster_id: str | None) -> list[str]:
+        """The clusters from the outermost down to `cluster_id`."""
+        chain: list[str] = []
+        while cluster_id is not None:
+            chain.append(cluster_id)
+            cluster_id = self.graph.cluster(cluster_id).parent
+        return chain[::-1]
+
+    def _mark_roles(self) -> None:
+        """A path that hands data to another path is a producer; one that reads another's data, a consumer."""
+        roles: dict[str, set[str]] = {}
+        for edge in self.graph.edges_of(model.HAND_OFF):
+            writer, reader = self.graph.node(edge.source).path, self.graph.node(edge.target).path
+            if writer != reader:
+                if writer is not None:
+                    roles.setdefault(writer, set()).add("producer")
+                if reader is not None:
+                    roles.setdefault(reader, set()).add("consumer")
+        for cluster in self.graph.clusters:
+            if cluster.id in roles:
+                cluster.attributes["role"] = " and ".join(sorted(roles[cluster.id], reverse=True))
+
+    # ------------------------------------------------------------------ names
+
+    def _symbol_at(self, span: Span) -> Symbol | None:
+        return next((symbol for symbol in self.info.events if symbol.span == span), None)
+
+    def _future_of(self, expr: ast.Expr) -> Symbol | None:
+        symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
+
+    def _event_of(self, expr: ast.Expr) -> Symbol | None:
+        root: ast.Expr = expr.value if isinstance(expr, ast.Method) and expr.name == "at" else expr
+        while isinstance(root, ast.Index):
+            root = root.value
+        symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        return symbol if symbol is not None and symbol in self.event_nodes else None
+
+
+def _event_use(event: Symbol, target: ast.Expr) -> dict[str, Attribute]:
+    """How a wait or trigger names its event; a ring use carries its slot and phase formulas."""
+    attributes: dict[str, Attribute] = {"event": event.name, "use": expr_source(target), "form": "plain"}
+    if isinstance(target, ast.Method) and target.name == "at" and len(target.args) == 1:
+        assert isinstance(event.value, Event)
+        size = event.value.dims[0] if event.value.dims else "?"
+        order = order_value(target.args[0])
+        attributes |= {
+            "form": "at",
+            "order": expr_source(target.args[0]),
+            "slot": f"{order} % {size}",
+            "phase": f"({order} / {size}) % 2",
+        }
+    elif isinstance(target, ast.Index):
+        attributes |= {"form": "index", "index": ", ".join(expr_source(i) for i in target.indices)}
+    return attributes
+
+
+def _clause_text(clause: ast.ParallelClause) -> str:
+    variables = clause.variables
+    names = ""
+    if variables is not None:
+        listed = ", ".join(name.id for name in variables.names)
+        names = f"{{{listed}}} " if variables.braced or len(variables.names) > 1 else f"{listed} "
+    level = f" : {clause.level}" if clause.level else ""
+    return f"{names}by {expr_source(clause.count)}{level}"
+
+
+def _range_text(item: ast.RangeItem) -> str:
+    if not item.sliced:
+        return item.name.id
+    start, stop = (expr_source(part) if part is not None else "" for part in (item.start, item.stop))
+    step = f":{expr_source(item.step)}" if item.step is not None else ""
+    return f"{item.name.id}({start}:{stop}{step})"
+
+
+def _key(span: Span) -> tuple[int, int]:
+    return (span.line, span.column)

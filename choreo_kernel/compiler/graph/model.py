@@ -1,0 +1,178 @@
+"""The future/event dependency graph of one `__co__` function, and its exports.
+
+Nodes are the things a pipeline is made of (operations, futures, events, waits,
+triggers, the statements that read handed-off data); clusters are the scopes
+they sit in (parallel levels, async paths, loops).  Every edge points from what
+happens first to what depends on it, so a reader can follow time along the
+arrows.  Everything carries the span of the user's source it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from choreo_kernel.compiler.diagnostics import Span
+
+# Node kinds.
+OPERATION = "operation"  # dma / tma / mma statement
+FUTURE = "future"  # a future variable (data, operation or placeholder)
+EVENT = "event"  # one event declaration (a single event or an array)
+WAIT = "wait"
+TRIGGER = "trigger"
+READ = "read"  # a statement that reads data an operation wrote
+SWAP = "swap"  # swap / rotate of futures
+
+# Edge kinds.
+PRODUCES = "produces"  # operation -> its future
+CONSUMED_BY = "consumed-by"  # future -> the wait, trigger-after or swap that consumes it
+PUBLISHES = "publishes"  # trigger -> event
+WAITS_ON = "waits-on"  # event -> the wait that blocks on it
+AFTER = "after"  # future -> the operation ordered after it (`... after f`)
+HAND_OFF = "hand-off"  # operation that writes a buffer -> what reads it
+NEXT = "next"  # program order within one path
+
+# Cluster kinds.
+PARALLEL = "parallel"
+PATH = "path"  # an `inthreads.async` body: an asynchronous path
+LOOP = "loop"
+
+Attribute = str | int | bool | list[str] | None
+
+
+@dataclass(eq=False)
+class Cluster:
+    id: str
+    kind: str
+    title: str
+    span: Span
+    parent: str | None
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Node:
+    """One node; `path` is the async path cluster it runs on (None: the function's main path)."""
+
+    id: str
+    kind: str
+    title: str
+    span: Span
+    cluster: str | None
+    path: str | None = None
+    loops: tuple[str, ...] = ()  # enclosing loop clusters, outermost first
+    guarded: bool = False  # under an `if`: it may not run on every iteration
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Edge:
+    source: str
+    target: str
+    kind: str
+    span: Span
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Graph:
+    """The dependency graph of function `function`; see `to_dot`, `to_svg` and `to_json`."""
+
+    function: str
+    span: Span
+    clusters: list[Cluster] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+
+    def node(self, node_id: str) -> Node:
+        return next(node for node in self.nodes if node.id == node_id)
+
+    def cluster(self, cluster_id: str) -> Cluster:
+        return next(cluster for cluster in self.clusters if cluster.id == cluster_id)
+
+    def nodes_of(self, kind: str) -> list[Node]:
+        return [node for node in self.nodes if node.kind == kind]
+
+    def edges_of(self, kind: str) -> list[Edge]:
+        return [edge for edge in self.edges if edge.kind == kind]
+
+    # ------------------------------------------------------------------ exports
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for other tools: every node, edge and cluster with its source span."""
+        return {
+            "function": self.function,
+            "span": _span(self.span),
+            "clusters": [
+                {"id": c.id, "kind": c.kind, "title": c.title, "span": _span(c.span), "parent": c.parent}
+                | c.attributes
+                for c in self.clusters
+            ],
+            "nodes": [
+                {
+                    "id": n.id,
+                    "kind": n.kind,
+                    "title": n.title,
+                    "span": _span(n.span),
+                    "cluster": n.cluster,
+                    "path": n.path,
+                    "loops": list(n.loops),
+                    "guarded": n.guarded,
+                }
+                | n.attributes
+                for n in self.nodes
+            ],
+            "edges": [
+                {"source": e.source, "target": e.target, "kind": e.kind, "span": _span(e.span)} | e.attributes
+                for e in self.edges
+            ],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text; the same program always gives the same bytes."""
+        from choreo_kernel.compiler.graph.dot import render_dot
+
+        return render_dot(self)
+
+    def to_svg(self) -> str:
+        """The picture, laid out by the system's graphviz `dot`; `GraphvizMissing` when it is absent."""
+        from choreo_kernel.compiler.graph.dot import render_svg
+
+        return render_svg(self.to_dot())
+
+    # ------------------------------------------------------------------ Jupyter
+
+    def _repr_svg_(self) -> str | None:
+        from choreo_kernel.compiler.graph.dot import GraphvizMissing
+
+        try:
+            return self.to_svg()
+        except GraphvizMissing:
+            return None
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """SVG with the DOT source beside it; without graphviz, the reason and the DOT text."""
+        from choreo_kernel.compiler.graph.dot import GraphvizMissing
+
+        dot = self.to_dot()
+        try:
+            svg = self.to_svg()
+        except GraphvizMissing as missing:
+            return {"text/plain": f"{missing}\n\n{dot}", "text/vnd.graphviz": dot}
+        return {"image/svg+xml": svg, "text/vnd.graphviz": dot, "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        return f"<choreo Graph {self.function}: {len(self.nodes)} nodes, {len(self.edges)} edges>"
+
+
+def _span(span: Span) -> dict[str, int]:
+    return {
+        "line": span.line,
+        "column": span.column,
+        "end_line": span.end_line,
+        "end_column": span.end_column,
+    }

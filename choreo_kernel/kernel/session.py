@@ -1,0 +1,135 @@
+"""What the Choreo cells of one IPython session share, and how one cell is compiled and shown.
+
+Both the `choreo` kernel and `%load_ext choreo_kernel` drive this class, so a Choreo cell
+behaves the same in either. State changes only after a cell compiles: a failing cell leaves
+every function and macro of the earlier cells as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.display import display
+
+import choreo_kernel as ck
+from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
+from choreo_kernel.compiler.driver import resolve_target
+from choreo_kernel.compiler.preprocess import preprocess
+from choreo_kernel.kernel.cells import split_cell
+from choreo_kernel.kernel.display import cuda_bundle, error_traceback, graph_bundle, summary_bundle
+from choreo_kernel.kernel.options import parse_options
+from choreo_kernel.kernel.summary import describe
+from choreo_kernel.module import Module
+
+SIM_NOTICE = "No CUDA GPU with CuPy here: Choreo functions run on the sim backend (NumPy)."
+# What `--target auto` means in this kernel, when set: runs notebooks on sim on a GPU machine too.
+TARGET_VARIABLE = "CHOREO_TARGET"
+
+
+@dataclass(frozen=True)
+class CompiledCell:
+    """What a Choreo cell was compiled from, so that `%sweep` can compile it again with other defines."""
+
+    source: str
+    defines: dict[str, object]  # earlier cells' macros and the cell's -D options
+    target: str
+    filename: str
+
+
+class CompiledFunction:
+    """A `__co__` function as a Python callable; its backend loads on the first call, not at compile."""
+
+    def __init__(self, module: Module, name: str) -> None:
+        self.module = module
+        self.__name__ = name
+        self.__doc__ = describe(module.analysis.functions[name], module.source)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.module.function(self.__name__)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<choreo function {self.__doc__}>"
+
+
+class ChoreoSession:
+    """Functions, object-like macros and the last module of the Choreo cells run so far."""
+
+    def __init__(self, shell: InteractiveShell) -> None:
+        self.shell = shell
+        self.functions: dict[str, CompiledFunction] = {}
+        self.macros: dict[str, object] = {}
+        self.module: Module | None = None
+        self.last_cell: CompiledCell | None = None
+        self._auto_target: str | None = None
+        self._sim_notice_shown = False
+        shell.set_custom_exc((ChoreoError,), show_choreo_error)
+
+    def run_cell(self, text: str) -> None:
+        """Compile a Choreo cell (its `%%choreo` header included, if any), remember it, show it."""
+        cell = split_cell(text)
+        filename = f"cell[{self.shell.execution_count}]"
+        options = parse_options(cell, filename)
+        target = self._target(options.target)
+        defines = {**self.macros, **options.defines}
+        module = ck.compile(cell.masked, defines, target, filename)
+        self._remember(module)
+        self.last_cell = CompiledCell(cell.masked, defines, target, filename)
+        for warning in module.diagnostics:
+            print(warning.render(module.source, filename), file=sys.stderr)
+        chosen_by_probe = options.target == "auto" and not os.environ.get(TARGET_VARIABLE)
+        if chosen_by_probe and target == "sim" and not self._sim_notice_shown:
+            self._sim_notice_shown = True
+            print(SIM_NOTICE)
+        if module.functions:
+            display(summary_bundle(module), raw=True)
+        if options.graph:
+            for name in module.functions:
+                display(graph_bundle(module, name), raw=True)
+        if options.cuda:
+            display(cuda_bundle(module), raw=True)
+
+    @property
+    def auto_target(self) -> str:
+        """What `--target auto` means here: $CHOREO_TARGET when set, else cuda with a GPU, else sim."""
+        return self._target("auto")
+
+    def _target(self, target: str) -> str:
+        """`auto` is looked up once per session: probing for a GPU imports CuPy, which is slow."""
+        if target != "auto":
+            return target
+        if self._auto_target is None:
+            self._auto_target = resolve_target(os.environ.get(TARGET_VARIABLE) or "auto")
+        return self._auto_target
+
+    def _remember(self, module: Module) -> None:
+        """Publish the module's functions to Python and keep its macros for later cells.
+
+        Only object-like macros carry over: the compiler takes earlier definitions as `defines`,
+        which are values, not macros with parameters.
+        """
+        macros = preprocess(module.source, DiagnosticSink(), self.macros).macros
+        self.macros = {name: macro.body for name, macro in macros.items() if macro.params is None}
+        functions = {name: CompiledFunction(module, name) for name in module.functions}
+        self.functions.update(functions)
+        self.module = module
+        self.shell.push({**functions, "choreo": module})
+
+
+def show_choreo_error(
+    shell: InteractiveShell, etype: type, value: ChoreoError, tb: Any, tb_offset: int | None = None
+) -> list[str]:
+    """Diagnostics against the cell's lines instead of a Python traceback through the compiler.
+
+    A `ChoreoError` without diagnostics comes from running (bad arguments): its Python
+    traceback shows which call failed, so it keeps the usual one.
+    """
+    if value.diagnostics:
+        structured = error_traceback(value)
+    else:
+        structured = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    shell._showtraceback(etype, value, structured)
+    return structured

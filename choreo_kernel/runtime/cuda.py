@@ -1,0 +1,391 @@
+"""The CUDA runtime: compile emitted CUDA with NVRTC through CuPy, cache the binary, marshal, launch.
+
+Thin on purpose: the lowering (compiler/cuda) decides everything about the kernels and hands
+over a host plan per function; this module evaluates the plan's sizes from the arguments,
+moves data, launches, and turns CUDA failures and timed-out waits into `ChoreoError`s that
+name the function (and the event, for a wait that never completed).
+
+Binaries are cached on disk under `$CHOREO_CACHE_DIR` (default `~/.cache/choreo-kernel`),
+keyed by a hash of everything that changes them: the emitted source, the header, the
+architecture, the NVRTC options and version, and this package's version. Files are written
+to a temporary name and renamed into place, so concurrent processes never read half a file.
+
+A wait on an event gives up after `$CHOREO_WAIT_TIMEOUT` seconds (default 2): the kernel records
+which wait in host memory and lets every other wait fall through, so the launch ends and the
+call raises, leaving the CUDA context usable (a trap would poison it for the whole process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.values import Symbol
+from choreo_kernel.compiler.cuda import HEADER, header_text, lower_program
+from choreo_kernel.compiler.cuda.host import NotEvaluable, evaluate, shape
+from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScalar, KernelParameter, Launch
+from choreo_kernel.compiler.diagnostics import ChoreoError
+from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.signature import bind_arguments
+from choreo_kernel.runtime.tensormap import encode_tiled
+
+WAIT_TIMEOUT_S = float(os.environ.get("CHOREO_WAIT_TIMEOUT", "2"))
+MAX_GRID = (2**31 - 1, 65535, 65535)
+STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
+TENSOR_MAPS_KEPT = 256  # encoded tensor maps remembered per compiled source
+# Narrow types have no CuPy dtype: their arrays travel as the unsigned integers of the same width.
+_STORAGE: dict[str, np.dtype] = {
+    "bf16": np.dtype(np.uint16),
+    "f8_e4m3": np.dtype(np.uint8),
+    "f8_e5m2": np.dtype(np.uint8),
+}
+
+
+def _cupy() -> Any:
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except ImportError:
+        raise ChoreoError.simple(
+            "target 'cuda' needs CuPy: pip install 'choreo-kernel[cuda12]' (or [cuda13]); "
+            "target 'sim' runs without a GPU"
+        ) from None
+    return cupy
+
+
+def storage_dtype(element: str) -> np.dtype:
+    """The dtype a device array of this element type has (narrow floats as their bits)."""
+    return _STORAGE.get(element, numpy_dtype(element))
+
+
+# ---------------------------------------------------------------------------- compiling
+
+
+def architecture() -> str:
+    """`sm_XY` of the current device, with the `a` suffix on 9.0 (WGMMA and setmaxnreg need sm_90a)."""
+    capability = str(_cupy().cuda.Device().compute_capability)
+    return f"sm_{capability}a" if capability == "90" else f"sm_{capability}"
+
+
+def cache_directory() -> Path:
+    configured = os.environ.get("CHOREO_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "choreo-kernel"
+
+
+def nvrtc_options(arch: str) -> tuple[str, ...]:
+    timeout_ns = int(WAIT_TIMEOUT_S * 1e9)
+    return (f"--gpu-architecture={arch}", "-std=c++17", f"-DCHOREO_WAIT_TIMEOUT_NS={timeout_ns}ull")
+
+
+_loaded: dict[str, Any] = {}  # cache key -> RawModule, for this process
+
+
+def clear_loaded_modules() -> None:
+    """Forget the modules loaded in this process (the disk cache stays): for cold/warm measurements."""
+    _loaded.clear()
+
+
+def compile_module(source: str, cache_dir: Path | None = None) -> Any:
+    """A `cupy.RawModule` for emitted CUDA source: from this process, from the disk cache, or from NVRTC."""
+    cupy = _cupy()
+    from cupy.cuda import nvrtc  # type: ignore[import-not-found]
+
+    from choreo_kernel import __version__
+
+    arch = architecture()
+    options = nvrtc_options(arch)
+    header = header_text()
+    key_material = [source, header, arch, options, list(nvrtc.getVersion()), __version__]
+    key = hashlib.sha256(json.dumps(key_material).encode()).hexdigest()
+    if key in _loaded:
+        return _loaded[key]
+    directory = cache_dir or cache_directory()
+    path = directory / f"{key[:40]}.cubin"
+    if not path.exists():
+        _write_atomically(path, _nvrtc(nvrtc, source, header, options))
+    module = cupy.RawModule(path=str(path))
+    _loaded[key] = module
+    return module
+
+
+def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str]) -> bytes:
+    program = nvrtc.createProgram(source, "choreo.cu", [header.encode()], [HEADER.encode()])
+    try:
+        try:
+            nvrtc.compileProgram(program, list(options))
+        except nvrtc.NVRTCError:
+            log = nvrtc.getProgramLog(program)
+            raise ChoreoError.simple(
+                f"NVRTC could not compile the emitted CUDA (a bug in choreo-kernel's lowering):\n{log}"
+            ) from None
+        cubin: bytes = nvrtc.getCUBIN(program)
+        return cubin
+    finally:
+        nvrtc.destroyProgram(program)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as handle:
+        handle.write(data)
+        temporary = handle.name
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------------------- running
+
+
+class CudaBackend:
+    """The functions of one compiled source, on the current CUDA device."""
+
+    def __init__(self, analysis: Analysis, cuda_source: str) -> None:
+        self.analysis = analysis
+        self.plans = lower_program(analysis).plans
+        self.module = compile_module(cuda_source)
+        cupy = _cupy()
+        self.status_memory = cupy.cuda.alloc_pinned_memory(8)  # choreo::Status, written by the GPU directly
+        self.status = np.frombuffer(self.status_memory, dtype=np.uint32, count=2)
+        self.status[:] = 0
+        self.tensor_maps: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def tensor_map(self, array: Any, parameter: KernelParameter) -> np.ndarray:
+        """The TMA descriptor of `array` for a kernel parameter's box and swizzle: encoded once per array
+        (its address and shape are all the descriptor holds), so repeated calls skip the driver."""
+        key = (
+            int(array.data.ptr),
+            tuple(array.shape),
+            tuple(array.strides),
+            parameter.element,
+            parameter.box,
+            parameter.swizzle,
+        )
+        encoded = self.tensor_maps.get(key)
+        if encoded is None:
+            if len(self.tensor_maps) >= TENSOR_MAPS_KEPT:
+                self.tensor_maps.clear()
+            encoded = encode_tiled(array, parameter.element, parameter.box, parameter.swizzle)
+            self.tensor_maps[key] = encoded
+        return encoded
+
+    def function(self, name: str) -> Callable[..., Any]:
+        return CudaFunction(self, self.plans[name])
+
+
+class CudaFunction:
+    """A `__co__` function on the GPU: checks its arguments, runs the host plan, returns CuPy arrays."""
+
+    def __init__(self, backend: CudaBackend, plan: FunctionPlan) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.info = backend.analysis.functions[plan.function.name]
+        self.name = plan.function.name
+
+    def __repr__(self) -> str:
+        return f"<choreo cuda function {self.name}>"
+
+    def __call__(self, *args: Any) -> Any:
+        cupy = _cupy()
+        arguments = [_as_array_like(cupy, value) for value in args]
+        bound = bind_arguments(self.plan.function, arguments)
+        values: dict[Symbol, Any] = {}
+        host_arrays: dict[Symbol, np.ndarray] = {}
+        for param, symbol, value in zip(self.plan.function.params, self.plan.parameters, arguments):
+            if param.type.shape is None:
+                values[symbol] = value
+            else:
+                values[symbol] = _device_array(cupy, value, param, self.name)
+                if isinstance(value, np.ndarray):
+                    host_arrays[symbol] = value
+        for symbol in self.plan.dimensions:
+            values[symbol] = bound.dims[symbol.name]
+        waits = False
+        for step in self.plan.steps:
+            if isinstance(step, HostBuffer):
+                values[step.symbol] = self._allocate(cupy, step, values)
+            elif isinstance(step, HostScalar):
+                values[step.symbol] = self._evaluate(step.value, values)
+            else:
+                self._launch(step, values)
+                waits = waits or not step.is_async
+        if waits or any(s in host_arrays for s in self._written()):
+            self._synchronize(cupy)
+        for symbol in self._written():
+            if symbol in host_arrays and _is_global(symbol):
+                np.copyto(host_arrays[symbol], _to_host(values[symbol], host_arrays[symbol].dtype))
+        return self._result(values)
+
+    # ------------------------------------------------------------------ host plan
+
+    def _written(self) -> list[Symbol]:
+        return [symbol for symbol in self.plan.parameters if symbol.name in self.plan.written]
+
+    def _lookup(self, values: dict[Symbol, Any]) -> Callable[[ast.Name], Any]:
+        def lookup(name: ast.Name) -> Any:
+            symbol = self.info.symbol_of.get(id(name))
+            if symbol in values:
+                return values[symbol]
+            declaration = symbol.declaration if symbol is not None else None
+            if isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
+                return evaluate(declaration.value, lookup)
+            raise NotEvaluable(name)
+
+        return lookup
+
+    def _evaluate(self, expr: ast.Expr, values: dict[Symbol, Any]) -> Any:
+        try:
+            return evaluate(expr, self._lookup(values))
+        except (NotEvaluable, ZeroDivisionError) as error:
+            raise ChoreoError.simple(
+                f"{self.name}(): cannot compute a size on the host at line {expr.span.line} ({error!r})"
+            ) from None
+
+    def _allocate(self, cupy: Any, step: HostBuffer, values: dict[Symbol, Any]) -> Any:
+        dims = shape(step.shape, self._lookup(values))
+        dtype = storage_dtype(step.element)
+        if step.fill is None:
+            return cupy.empty(dims, dtype=dtype)
+        fill = np.asarray(self._evaluate(step.fill, values), dtype=numpy_dtype(step.element)).view(dtype)
+        return cupy.full(dims, fill, dtype=dtype)
+
+    def _launch(self, launch: Launch, values: dict[Symbol, Any]) -> None:
+        grid = [int(self._evaluate(count, values)) for count in launch.grid]
+        if any(size <= 0 for size in grid):
+            if any(size < 0 for size in grid):
+                raise ChoreoError.simple(
+                    f"{self.name}(): a parallel of line {launch.statement.span.line} has {grid} blocks"
+                )
+            return
+        grid += [1] * (3 - len(grid))
+        for size, limit, axis in zip(grid, MAX_GRID, "xyz"):
+            if size > limit:
+                raise ChoreoError.simple(
+                    f"{self.name}(): {size} blocks on grid axis {axis} (line {launch.statement.span.line}); "
+                    f"CUDA allows at most {limit}"
+                )
+        arguments = [self._argument(parameter, values) for parameter in launch.parameters]
+        try:
+            kernel = self.backend.module.get_function(launch.kernel)
+            if launch.shared_bytes > STATIC_SHARED_LIMIT:
+                kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
+            kernel(tuple(grid), (launch.threads,), arguments, shared_mem=launch.shared_bytes)
+        except Exception as error:
+            raise self._cuda_error(error, launch) from None
+
+    def _argument(self, parameter: KernelParameter, values: dict[Symbol, Any]) -> Any:
+        if parameter.kind == "status":
+            return np.uint64(self.backend.status_memory.ptr)
+        assert parameter.symbol is not None
+        value = values[parameter.symbol]
+        if parameter.kind == "array":
+            return value
+        if parameter.kind == "tensor_map":
+            return self.backend.tensor_map(value, parameter)
+        if parameter.kind == "extent":
+            return np.int32(value.shape[parameter.axis])
+        return _scalar(value, parameter.element)
+
+    def _synchronize(self, cupy: Any) -> None:
+        try:
+            cupy.cuda.get_current_stream().synchronize()
+        except Exception as error:
+            raise self._cuda_error(error, None) from None
+        self._check_waits()
+
+    def _check_waits(self) -> None:
+        status = self.backend.status
+        if not status[0]:
+            return
+        site_index = int(status[1])
+        status[:] = 0
+        sites = self.plan.wait_sites
+        site = sites[site_index] if site_index < len(sites) else None
+        where = f" at line {site.line} ({site.text})" if site else ""
+        event = f"event '{site.event}'" if site else "an event"
+        raise ChoreoError.simple(
+            f"{self.name}(): a wait on {event}{where} gave up after {WAIT_TIMEOUT_S:g} s: the event's generation "
+            "never completed (a deadlock: check that every thread that should trigger it does)"
+        )
+
+    def _cuda_error(self, error: Exception, launch: Launch | None) -> ChoreoError:
+        if isinstance(error, ChoreoError):
+            return error
+        try:
+            self._check_waits()
+        except ChoreoError as timed_out:
+            return timed_out
+        kernel = (
+            f" in kernel {launch.kernel} (the parallel at line {launch.statement.span.line})"
+            if launch
+            else ""
+        )
+        shared = (
+            f", {launch.shared_bytes} bytes of shared memory per block"
+            if launch and launch.shared_bytes
+            else ""
+        )
+        return ChoreoError.simple(f"{self.name}(): CUDA failed{kernel}{shared}: {error}")
+
+    def _result(self, values: dict[Symbol, Any]) -> Any:
+        result = self.plan.result
+        if result is None:
+            return None
+        if isinstance(result, ast.Name):
+            symbol = self.info.symbol_of.get(id(result))
+            if symbol in values:
+                return values[symbol]
+        return self._evaluate(result, values)
+
+
+# ---------------------------------------------------------------------------- marshalling
+
+
+def _as_array_like(cupy: Any, value: Any) -> Any:
+    """NumPy and CuPy arrays as they are; other device arrays (DLPack, __cuda_array_interface__) as CuPy views."""
+    if isinstance(value, np.ndarray | cupy.ndarray) or np.isscalar(value):
+        return value
+    if hasattr(value, "__cuda_array_interface__"):
+        return cupy.asarray(value)
+    if hasattr(value, "__dlpack__"):
+        return cupy.from_dlpack(value)
+    return value
+
+
+def _device_array(cupy: Any, value: Any, param: ast.Param, function: str) -> Any:
+    """The device array a parameter uses: a device array in place, a host array copied in."""
+    dtype = storage_dtype(param.type.name)
+    if isinstance(value, cupy.ndarray):
+        if value.flags.c_contiguous:
+            return value.view(dtype)
+        if param.is_global:
+            raise ChoreoError.simple(
+                f"{function}(): parameter '{param.name}' is global and written in place, so it must be a "
+                "C-contiguous array (use cupy.ascontiguousarray)"
+            )
+        return cupy.ascontiguousarray(value).view(dtype)
+    return cupy.asarray(np.ascontiguousarray(value).view(dtype))
+
+
+def _is_global(symbol: Symbol) -> bool:
+    return isinstance(symbol.declaration, ast.Param) and symbol.declaration.is_global
+
+
+def _to_host(array: Any, dtype: np.dtype) -> np.ndarray:
+    host: np.ndarray = array.get()
+    return host.view(dtype)
+
+
+def _scalar(value: Any, element: str) -> Any:
+    """A kernel argument of a scalar type, as a NumPy scalar of exactly that width."""
+    converted = np.asarray(value, dtype=numpy_dtype(element))
+    return converted.view(storage_dtype(element))[()]

@@ -1,0 +1,208 @@
+"""C semantics for Choreo scalar arithmetic, over uniform values and arrays of thread values.
+
+A value is uniform (a Python or NumPy scalar: the same in every active thread) or an array
+with one entry per active thread.  Python ints stand for C `int`, so loop counters and
+indices cost no NumPy call.  Element arithmetic promotes like C (language.md 10): integer
+division truncates toward zero, `%` takes the dividend's sign, and f16/bf16/f8 operands are
+computed in f32, to be rounded only when stored.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from choreo_kernel.compiler.analysis.values import FLOAT_TYPES
+from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
+from choreo_kernel.runtime.sim.errors import SimError
+
+Number = Any  # int | float | bool | np.generic | np.ndarray (one entry per active thread)
+
+_INT_RANK = {"bool": 0, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 3, "u32": 3, "s64": 4, "u64": 4}
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
+_COMMON: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    **_COMPARE,
+}
+_INTEGER: dict[str, Callable[[Any, Any], Any]] = {
+    **_COMMON,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+}
+_MATH: dict[str, Callable[[Any], Any]] = {
+    "__exp": np.exp,
+    "__log": np.log,
+    "__sqrt": np.sqrt,
+    "__rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
+    "__tanh": np.tanh,
+    "__abs": np.abs,
+}
+COMPARISONS = frozenset(_COMPARE)
+
+
+def element_type(value: Number) -> str:
+    """The Choreo element type of a value: Python ints are C `int`, Python floats `double`."""
+    kind = type(value)
+    if kind is bool:
+        return "bool"
+    if kind is int:
+        return "s32"
+    if kind is float:
+        return "f64"
+    dtype = getattr(value, "dtype", None)
+    name = element_type_of(dtype) if dtype is not None else None
+    if name is None:
+        raise SimError(f"a {type(value).__name__} is not a number")
+    return name
+
+
+def promote(*types: str) -> str:
+    """The type C computes in: f64 over f32, narrow floats in f32, small integers as int."""
+    if any(t in FLOAT_TYPES for t in types):
+        return "f64" if "f64" in types else "f32"
+    rank = max(3, *(_INT_RANK[t] for t in types))
+    if rank == 3:
+        return "u32" if "u32" in types else "s32"
+    return "u64" if "u64" in types else "s64"
+
+
+_SATURATING = {
+    numpy_dtype(elem): float(ml_dtypes.finfo(numpy_dtype(elem)).max) for elem in ("f8_e4m3", "f8_e5m2")
+}
+
+
+def saturated(value: Number, dtype: np.dtype) -> Number:
+    """`value` clamped to the finite range of an 8-bit float type, which the GPU converts with
+    `.satfinite` (NaN stays NaN); any other destination type takes `value` as it is."""
+    limit = _SATURATING.get(dtype)
+    if limit is None or getattr(value, "dtype", None) == dtype:
+        return value
+    clipped = np.clip(np.asarray(value, dtype=np.float32), -limit, limit)
+    return clipped if isinstance(value, np.ndarray) else clipped[()]
+
+
+def convert(value: Number, elem: str) -> Number:
+    """`value` as element type `elem` (C conversion: floats truncate toward zero into integers)."""
+    if elem == "s32" and type(value) is int:
+        return value
+    dtype = numpy_dtype(elem)
+    value = saturated(value, dtype)
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == dtype else value.astype(dtype)
+    try:
+        return dtype.type(value)
+    except (ValueError, OverflowError):  # NaN or a wide integer: the array cast wraps like C
+        return np.array(value).astype(dtype)[()]
+
+
+def binary(op: str, a: Number, b: Number) -> Number:
+    """`a op b` for arithmetic, bitwise and comparison operators (not `&&`, `||`, `#`)."""
+    if type(a) is int and type(b) is int:
+        return _int_binary(op, a, b)
+    left, right = element_type(a), element_type(b)
+    result = promote(left, right)
+    x, y = convert(a, result), convert(b, result)
+    if result in FLOAT_TYPES:
+        if op == "/":
+            return np.true_divide(x, y)
+        if op not in _COMMON:
+            raise SimError(f"'{op}' needs integer operands, got {left} and {right}")
+        return _COMMON[op](x, y)
+    if op in ("/", "%"):
+        if np.any(y == 0):
+            raise SimError("integer division by zero")
+        remainder = np.fmod(x, y)
+        return remainder if op == "%" else (x - remainder) // y
+    return _INTEGER[op](x, y)
+
+
+def _int_binary(op: str, a: int, b: int) -> Number:
+    if op in ("/", "%"):
+        if b == 0:
+            raise SimError("integer division by zero")
+        quotient = abs(a) // abs(b)
+        if (a < 0) != (b < 0):
+            quotient = -quotient
+        return quotient if op == "/" else a - quotient * b
+    result = _INTEGER[op](a, b)
+    return result if type(result) is bool else _wrap(result)
+
+
+def _wrap(value: int) -> int:
+    """A C `int` result: two's complement wrap-around to 32 bits, as the GPU does."""
+    return value if -(2**31) <= value < 2**31 else (value + 2**31) % 2**32 - 2**31
+
+
+def unary(op: str, a: Number) -> Number:
+    """`-a`, `+a`, `~a`, `!a`."""
+    if op == "!":
+        return np.logical_not(truth(a)) if isinstance(a, np.ndarray) else not truth(a)
+    if type(a) is int:
+        return _wrap({"-": -a, "+": a, "~": ~a}[op])
+    kind = element_type(a)
+    x = convert(a, promote(kind))
+    if op == "~":
+        if kind in FLOAT_TYPES:
+            raise SimError(f"'~' needs an integer operand, got {kind}")
+        return np.invert(x)
+    return -x if op == "-" else x
+
+
+def truth(value: Number) -> Any:
+    """C truthiness: a bool, or a bool array for thread values."""
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == np.bool_ else value != 0
+    return bool(value)
+
+
+def builtin(name: str, args: list[Number]) -> Number:
+    """`cdiv` and the math built-ins; math on integers or narrow floats is done in f32."""
+    if name == "cdiv":
+        a, b = args
+        return binary("/", binary("-", binary("+", a, b), 1), b)
+    result = promote(*(element_type(arg) for arg in args))
+    if name in ("__max", "__min"):
+        x, y = (convert(arg, result) for arg in args)
+        return np.maximum(x, y) if name == "__max" else np.minimum(x, y)
+    if result not in FLOAT_TYPES and name != "__abs":
+        result = "f32"
+    return _MATH[name](convert(args[0], result))
+
+
+def as_index(value: Number) -> int | np.ndarray:
+    """An integer index: a Python int, or an int array with one entry per thread."""
+    if type(value) is int:
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iub":
+            raise SimError(f"an index must be an integer, got {element_type(value)}")
+        return value
+    if isinstance(value, (bool, np.integer, np.bool_)):
+        return int(value)
+    raise SimError(f"an index must be an integer, got {element_type(value)}")
+
+
+def poison_of(dtype: np.dtype) -> Any:
+    """What an unwritten or in-flight buffer holds: NaN for floats, a recognizable sentinel otherwise."""
+    if dtype == np.bool_:
+        return True
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return info.min if info.min < 0 else info.max
+    return np.array(np.nan).astype(dtype)[()]  # every float type, ml_dtypes' included

@@ -1,0 +1,339 @@
+"""Expressions, evaluated once for all the threads of a frame.
+
+An expression's value is uniform, or an array with one entry per active thread.  Where
+only some threads would evaluate a sub-expression (a branch of `?:`, the right side of
+`&&` and `||`), it is evaluated for those threads alone, so a guard such as
+`t < n && x.at(t) > 0` protects the threads it excludes, as in C.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import BUILTINS
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, INT_TYPES
+from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.sim import arith
+from choreo_kernel.runtime.sim.errors import SimError
+from choreo_kernel.runtime.sim.events import EventArray, EventTarget
+from choreo_kernel.runtime.sim.frames import Frame, read
+from choreo_kernel.runtime.sim.operations import Fragment, Operation
+from choreo_kernel.runtime.sim.values import Buffer, IntTuple
+from choreo_kernel.runtime.sim.views import Bounded, Element, Tiling, View, Window
+
+_SHAPE_OPS = ("+", "-", "*", "/", "%")
+
+
+def plain(value: Any) -> Any:
+    """A number without its bound."""
+    return value.value if isinstance(value, Bounded) else value
+
+
+def _is_integer(value: Any) -> bool:
+    try:
+        return arith.element_type(value) in INT_TYPES
+    except SimError:
+        return False
+
+
+class Evaluator:
+    """Evaluates expressions in a frame; one handler per kind of expression node."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[type, Callable[[Any, Frame], Any]] = {
+            ast.Name: self._name,
+            ast.IntLiteral: lambda e, f: np.uint32(e.value) if e.unsigned else e.value,
+            ast.FloatLiteral: lambda e, f: np.float32(e.value) if e.single else np.float64(e.value),
+            ast.BoolLiteral: lambda e, f: e.value,
+            ast.Paren: lambda e, f: self.raw(e.inner, f),
+            ast.Binary: self._binary,
+            ast.Unary: self._unary,
+            ast.IncDec: self._incdec,
+            ast.Ternary: self._ternary,
+            ast.Call: self._call,
+            ast.Member: self._member,
+            ast.Method: self._method,
+            ast.Index: self._index,
+            ast.TupleLiteral: lambda e, f: IntTuple(tuple(self.ints(e.items, f))),
+            ast.ListLiteral: lambda e, f: IntTuple(tuple(self.ints(e.items, f))),
+            ast.ElementCount: self._element_count,
+            ast.TypeSize: lambda e, f: ELEMENT_BYTES[e.type_name],
+            ast.Cast: lambda e, f: arith.convert(plain(self.value(e.operand, f)), e.type_name),
+        }
+
+    # ------------------------------------------------------------ entry points
+
+    def raw(self, expr: ast.Expr, frame: Frame) -> Any:
+        """What `expr` denotes: a number, a view, an element (not loaded), an event, a future..."""
+        handler = self._handlers.get(type(expr))
+        if handler is None:
+            raise SimError(f"the sim cannot evaluate this {type(expr).__name__.lower()} expression")
+        return handler(expr, frame)
+
+    def value(self, expr: ast.Expr, frame: Frame) -> Any:
+        """The value of `expr`, with a selected element loaded."""
+        result = self.raw(expr, frame)
+        return result.load() if isinstance(result, Element) else result
+
+    def element(self, expr: ast.Expr, frame: Frame) -> Element:
+        """The element an assignment writes."""
+        result = self.raw(expr, frame)
+        if not isinstance(result, Element):
+            raise SimError("an assignment needs one element: index every dimension with .at")
+        return result
+
+    def view(self, expr: ast.Expr, frame: Frame) -> View:
+        return self.as_view(self.raw(expr, frame), frame)
+
+    def uniform_int(self, expr: ast.Expr, frame: Frame) -> int:
+        return _uniform(self.value(expr, frame))
+
+    def ints(self, items: tuple[ast.Expr, ...], frame: Frame) -> list[int]:
+        """Integers of a shape or count list; shapes inside it (`[s, 6]`) are spliced in."""
+        result: list[int] = []
+        for item in items:
+            value = self.value(item, frame)
+            if isinstance(value, IntTuple):
+                result.extend(value.items)
+            else:
+                result.append(_uniform(value))
+        return result
+
+    def extents(self, expr: ast.Expr, frame: Frame) -> list[int]:
+        """The counts of `by N`, `by [A, B]`, `in [A, B]` or `in shape`."""
+        return self.ints(expr.items if isinstance(expr, ast.ListLiteral) else (expr,), frame)
+
+    @staticmethod
+    def as_view(value: Any, frame: Frame) -> View:
+        """Spanned data as a view: a buffer, a view, a data future's destination."""
+        if isinstance(value, View):
+            return value
+        if isinstance(value, Buffer):
+            return value.view(frame.lanes)
+        if isinstance(value, Operation):
+            return value.data(frame.lanes)
+        if isinstance(value, Tiling):
+            return value.view.tile(value.extents, value.steps, [0] * len(value.extents))
+        raise SimError(f"expected spanned data, got {type(value).__name__.lower()}")
+
+    # ------------------------------------------------------------- handlers
+
+    def _name(self, expr: ast.Name, frame: Frame) -> Any:
+        return read(frame.scope.owner(expr.id).names[expr.id], frame.lanes)
+
+    def _binary(self, expr: ast.Binary, frame: Frame) -> Any:
+        op = expr.op
+        if op in ("&&", "||"):
+            return self._logical(expr, frame)
+        left, right = self.value(expr.left, frame), self.value(expr.right, frame)
+        if op == "#":
+            if not (isinstance(left, Bounded) and isinstance(right, Bounded)):
+                raise SimError("'#' composes two bounded values")
+            composed = arith.binary("+", arith.binary("*", left.value, right.bound), right.value)
+            return Bounded(composed, left.bound * right.bound)
+        if isinstance(left, IntTuple) or isinstance(right, IntTuple):
+            return _shape_arithmetic(op, left, right)
+        result = arith.binary(op, plain(left), plain(right))
+        if op in arith.COMPARISONS:
+            return result
+        # Arithmetic with an integer keeps the bound of the bounded operand (language.md 3.4).
+        if isinstance(left, Bounded) and not isinstance(right, Bounded) and _is_integer(right):
+            return Bounded(result, left.bound)
+        if isinstance(right, Bounded) and not isinstance(left, Bounded) and _is_integer(left) and op in "+*":
+            return Bounded(result, right.bound)
+        return result
+
+    def _logical(self, expr: ast.Binary, frame: Frame) -> Any:
+        left = arith.truth(plain(self.value(expr.left, frame)))
+        if not isinstance(left, np.ndarray):
+            decided = not left if expr.op == "&&" else left
+            return left if decided else arith.truth(plain(self.value(expr.right, frame)))
+        result = left.copy()
+        undecided = left if expr.op == "&&" else ~left  # where the right side decides
+        if undecided.any():
+            result[undecided] = arith.truth(
+                plain(self.value(expr.right, frame.narrow(frame.lanes[undecided])))
+            )
+        return result
+
+    def _ternary(self, expr: ast.Ternary, frame: Frame) -> Any:
+        condition = arith.truth(plain(self.value(expr.condition, frame)))
+        if not isinstance(condition, np.ndarray):
+            return self.value(expr.then if condition else expr.otherwise, frame)
+        branches = [
+            (mask, plain(self.value(branch, frame.narrow(frame.lanes[mask]))))
+            for mask, branch in ((condition, expr.then), (~condition, expr.otherwise))
+            if mask.any()
+        ]
+        elem = arith.promote(*(arith.element_type(value) for _, value in branches))
+        result = np.empty(len(frame.lanes), dtype=numpy_dtype(elem))
+        for mask, value in branches:
+            result[mask] = value
+        return result
+
+    def _unary(self, expr: ast.Unary, frame: Frame) -> Any:
+        value = self.value(expr.operand, frame)
+        if expr.op == "#":
+            if not isinstance(value, Bounded):
+                raise SimError("'#' gives the bound of a bounded value")
+            return value.bound
+        if isinstance(value, IntTuple) and expr.op in "+-":
+            return IntTuple(tuple(-item if expr.op == "-" else item for item in value.items))
+        if expr.op == "&":
+            raise SimError("taking an address ('&') is not supported")
+        return arith.unary(expr.op, plain(value))
+
+    def _incdec(self, expr: ast.IncDec, frame: Frame) -> Any:
+        target = expr.operand
+        step = "+" if expr.op == "++" else "-"
+        if isinstance(target, ast.Name):
+            old = plain(self.value(target, frame))
+            new = arith.binary(step, old, 1)
+            frame.store(target.id, new)
+        else:
+            element = self.element(target, frame)
+            old = element.load()
+            new = arith.binary(step, old, 1)
+            element.store(new)
+        return new if expr.prefix else old
+
+    def _call(self, expr: ast.Call, frame: Frame) -> Any:
+        callee = expr.callee
+        if isinstance(callee, ast.Name) and callee.id in BUILTINS and frame.scope.find(callee.id) is None:
+            if callee.id in ("swap", "rotate"):
+                raise SimError(f"'{callee.id}(...)' is a statement, not a value")
+            return arith.builtin(callee.id, [plain(self.value(arg, frame)) for arg in expr.args])
+        target = self.value(callee, frame)
+        (index,) = (self.uniform_int(arg, frame) for arg in expr.args)
+        if isinstance(target, IntTuple):
+            return target.item(index)
+        if isinstance(target, Bounded):  # j(k): a value of a with-variable's range; j(-1) is #j - 1
+            return index if index >= 0 else target.bound + index
+        raise SimError(f"a {type(target).__name__.lower()} cannot be called")
+
+    def _member(self, expr: ast.Member, frame: Frame) -> Any:
+        base = self.raw(expr.value, frame)
+        if expr.name == "data":
+            if not isinstance(base, Operation):
+                raise SimError("'.data' belongs to data futures")
+            return base.data(frame.lanes)
+        if expr.name == "span":
+            return IntTuple(_span(base, frame))
+        raise SimError(f"no member '.{expr.name}' here")
+
+    def _method(self, expr: ast.Method, frame: Frame) -> Any:
+        base = self.raw(expr.value, frame)
+        name, args = expr.name, expr.args
+        if isinstance(base, EventArray):
+            return self._ring(base, name, args, frame)
+        if name == "span":
+            (index,) = (self.uniform_int(arg, frame) for arg in args)
+            return IntTuple(_span(base, frame)).item(index)
+        if isinstance(base, Tiling):
+            if name == "step":
+                return Tiling(base.view, base.extents, self.ints(args, frame))
+            if name == "at":
+                return base.view.tile(base.extents, base.steps, self._indices(args, frame))
+        if isinstance(base, Window) and name == "from":
+            return base.view.window(base.extents, self._indices(args, frame))
+        view = self.as_view(base, frame)
+        if name in ("at", "data"):
+            return view.at(self._indices(args, frame))
+        if name == "chunkat":
+            return view.chunkat([self._chunk_index(arg, frame) for arg in args])
+        if name in ("subspan", "chunk"):
+            extents = self.ints(args, frame)
+            if name == "chunk":
+                extents = [size // count for size, count in zip(view.shape, extents)]
+            return Tiling(view, extents, extents)
+        if name == "view":
+            return Window(view, self.ints(args, frame))
+        if name == "span_as":
+            return view.reshape(tuple(self.ints(args, frame)))
+        raise SimError(f"spanned data has no method '.{name}'")
+
+    def _ring(self, event: EventArray, name: str, args: tuple[ast.Expr, ...], frame: Frame) -> EventTarget:
+        """`e.at(order)`: slot order % N, generation order / N (events.md)."""
+        if name != "at" or len(args) != 1 or len(event.dims) != 1:
+            raise SimError(
+                f"'{event.name}.{name}(...)': a ring is a one-dimensional event array used with .at"
+            )
+        order = self.uniform_int(args[0], frame)
+        size = len(event.slots)
+        return EventTarget(event, order % size, order // size)
+
+    def _chunk_index(self, expr: ast.Expr, frame: Frame) -> Bounded | None:
+        if isinstance(expr, ast.Name) and expr.id == "_" and frame.scope.find("_") is None:
+            return None
+        value = self.value(expr, frame)
+        if not isinstance(value, Bounded):
+            raise SimError("a chunkat index must be a bounded value (a parallel, foreach or with variable)")
+        return Bounded(arith.as_index(value.value), value.bound)
+
+    def _indices(self, args: tuple[ast.Expr, ...], frame: Frame) -> list[Any]:
+        return [arith.as_index(plain(self.value(arg, frame))) for arg in args]
+
+    def _index(self, expr: ast.Index, frame: Frame) -> Any:
+        indices, root = list(expr.indices), expr.value
+        while isinstance(root, ast.Index):  # e[i][j] on a 2-D event array
+            indices, root = [*root.indices, *indices], root.value
+        if isinstance(root, ast.Name):
+            event = self.raw(root, frame)
+            if isinstance(event, EventArray):
+                return EventTarget(event, event.slot_at([self.uniform_int(i, frame) for i in indices]), None)
+        base = self.raw(expr.value, frame)
+        if isinstance(base, Buffer) and base.slots:
+            return base.slot(self._indices(expr.indices, frame), frame.lanes)
+        if isinstance(base, IntTuple):
+            return IntTuple(tuple(self._derived(base, item, frame) for item in expr.indices))
+        return self.as_view(base, frame).at(self._indices(expr.indices, frame))
+
+    def _derived(self, shape: IntTuple, item: ast.Expr, frame: Frame) -> int:
+        """In `s[(0) / 2, (1)]`, `(i)` names dimension i of `s`."""
+        if isinstance(item, ast.Paren) and isinstance(item.inner, ast.IntLiteral):
+            return shape.item(item.inner.value)
+        if isinstance(item, ast.Binary) and item.op in _SHAPE_OPS:
+            left, right = self._derived(shape, item.left, frame), self._derived(shape, item.right, frame)
+            return int(arith.binary(item.op, left, right))
+        return self.uniform_int(item, frame)
+
+    def _element_count(self, expr: ast.ElementCount, frame: Frame) -> int:
+        value = self.raw(expr.operand, frame)
+        return math.prod(value.items if isinstance(value, IntTuple) else _span(value, frame))
+
+
+def _span(value: Any, frame: Frame) -> tuple[int, ...]:
+    if isinstance(value, IntTuple):
+        return value.items
+    if isinstance(value, Fragment):
+        return tuple(value.tile.shape)
+    if isinstance(value, Tiling):
+        return tuple(value.extents)
+    return Evaluator.as_view(value, frame).shape
+
+
+def _uniform(value: Any) -> int:
+    """An integer that every active thread agrees on (a count, an extent, a loop bound)."""
+    value = plain(value)
+    if isinstance(value, np.ndarray):
+        if value.size == 0 or not (value == value.flat[0]).all():
+            raise SimError("this value must be the same in every thread (it is a count, extent or order)")
+        value = value.flat[0]
+    return int(arith.as_index(value))
+
+
+def _shape_arithmetic(op: str, left: Any, right: Any) -> IntTuple:
+    """Per-dimension arithmetic on shapes: `s / 4`, `s / {2, 4}`, `s + 1`."""
+    if op not in _SHAPE_OPS:
+        raise SimError(f"'{op}' does not apply to shapes")
+    count = len(left.items if isinstance(left, IntTuple) else right.items)
+    lefts = left.items if isinstance(left, IntTuple) else (_uniform(left),) * count
+    rights = right.items if isinstance(right, IntTuple) else (_uniform(right),) * count
+    if len(lefts) != len(rights):
+        raise SimError(f"'{op}' on shapes of ranks {len(lefts)} and {len(rights)}")
+    return IntTuple(tuple(int(arith.binary(op, a, b)) for a, b in zip(lefts, rights)))

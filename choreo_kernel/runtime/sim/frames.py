@@ -1,0 +1,136 @@
+"""Where a statement runs: its scope chain, the threads that run it, its path and its block.
+
+The sim runs a statement once for all the threads that reach it.  A variable is stored
+uniform (one value) while every thread that can see it agrees, and per thread (one entry
+per thread of the block) once threads disagree: after a declaration from thread-dependent
+values, or an assignment in a branch that only some threads take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.sim.arith import convert, element_type
+from choreo_kernel.runtime.sim.errors import SimError
+from choreo_kernel.runtime.sim.scheduler import Scheduler, Task
+from choreo_kernel.runtime.sim.views import Bounded
+
+if TYPE_CHECKING:
+    from choreo_kernel.runtime.sim.layout import Layout
+
+
+class PerThread:
+    """A variable whose value differs between threads: `values[thread]`, and a bound if it is bounded."""
+
+    __slots__ = ("bound", "values")
+
+    def __init__(self, values: np.ndarray, bound: int | None) -> None:
+        self.values = values
+        self.bound = bound
+
+
+class Scope:
+    """One lexical scope, and the threads that were active where it opened."""
+
+    __slots__ = ("lanes", "names", "parent", "types")
+
+    def __init__(self, parent: Scope | None, lanes: np.ndarray) -> None:
+        self.names: dict[str, Any] = {}
+        self.types: dict[str, str] = {}  # declared element types, applied on every assignment
+        self.parent = parent
+        self.lanes = lanes
+
+    def find(self, name: str) -> Scope | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope
+            scope = scope.parent
+        return None
+
+    def owner(self, name: str) -> Scope:
+        scope = self.find(name)
+        if scope is None:
+            raise SimError(f"'{name}' is not declared here")
+        return scope
+
+    def put(self, name: str, value: Any, lanes: np.ndarray, threads: int) -> None:
+        """Store `value` for threads `lanes` (of `threads` in the block)."""
+        inner = value.value if isinstance(value, Bounded) else value
+        bound = value.bound if isinstance(value, Bounded) else None
+        if not isinstance(inner, np.ndarray) and _same(lanes, self.lanes):
+            self.names[name] = value
+            return
+        current = self.names.get(name)
+        dtype = _dtype_of(inner)
+        if isinstance(current, PerThread):
+            values = current.values
+            if np.result_type(values.dtype, dtype) != values.dtype:
+                values = values.astype(np.result_type(values.dtype, dtype))
+        else:
+            previous = current.value if isinstance(current, Bounded) else current
+            if previous is not None:
+                dtype = np.result_type(dtype, _dtype_of(previous))
+            values = np.empty(threads, dtype=dtype)
+            if previous is not None:
+                values.fill(previous)
+        values[lanes] = inner
+        self.names[name] = PerThread(values, bound)
+
+
+def _same(lanes: np.ndarray, others: np.ndarray) -> bool:
+    return lanes is others or (len(lanes) == len(others) and bool(np.array_equal(lanes, others)))
+
+
+def read(stored: Any, lanes: np.ndarray) -> Any:
+    """A stored value as the threads `lanes` see it."""
+    if type(stored) is PerThread:
+        values = stored.values[lanes]
+        return values if stored.bound is None else Bounded(values, stored.bound)
+    return stored
+
+
+def _dtype_of(value: Any) -> np.dtype:
+    if isinstance(value, np.ndarray):
+        return value.dtype
+    if isinstance(value, (bool, int, float, np.generic)):
+        return numpy_dtype(element_type(value))
+    return np.dtype(object)  # accumulators, fragments, futures: one object per thread
+
+
+@dataclass
+class Block:
+    """One block instance while it runs."""
+
+    label: str  # "block (0, 1)", for messages
+    threads: int
+    scheduler: Scheduler
+    layout: Layout
+
+
+@dataclass(frozen=True)
+class Frame:
+    scope: Scope
+    lanes: np.ndarray  # the threads of the block that run the statement, ascending
+    task: Task
+    block: Block
+
+    def narrow(self, lanes: np.ndarray) -> Frame:
+        return replace(self, lanes=lanes)
+
+    def enter(self, lanes: np.ndarray | None = None) -> Frame:
+        """A frame with a new inner scope (for the threads `lanes`, by default the same ones)."""
+        lanes = self.lanes if lanes is None else lanes
+        return Frame(Scope(self.scope, lanes), lanes, self.task, self.block)
+
+    def store(self, name: str, value: Any, scope: Scope | None = None) -> None:
+        """Assign `name` where it is declared (or declare it in `scope`), converted to its declared type."""
+        target = scope or self.scope.owner(name)
+        elem = target.types.get(name)
+        if elem is not None:
+            value = convert(value.value if isinstance(value, Bounded) else value, elem)
+        target.put(name, value, self.lanes, self.block.threads)

@@ -1,0 +1,551 @@
+"""Statements: host code, kernel launches, blocks, levels, paths, loops, waits and triggers.
+
+Every statement runs as a generator for all the threads of its frame at once, yielding a
+blocker when it must wait, so that a block's paths can interleave under the scheduler.
+A kernel launch runs its blocks one after the other, each with its own shared buffers,
+events and scheduler.  An `inthreads.async` path is a task of its own; as there is no
+re-join, its threads go on with the statements that follow it in the same block of
+statements when their path ends, while the other threads go on at once.  `break` and
+`continue` taken by some threads leave the statement as a `Leaving` that the enclosing
+statements and loop apply to their threads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text
+from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
+from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.sim import arith
+from choreo_kernel.runtime.sim.arrivals import expected_arrivals, trigger_sites
+from choreo_kernel.runtime.sim.errors import SimError
+from choreo_kernel.runtime.sim.events import EventArray, EventTarget, EventWait, Need
+from choreo_kernel.runtime.sim.expressions import Evaluator, plain
+from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope
+from choreo_kernel.runtime.sim.issue import Issuer, futures
+from choreo_kernel.runtime.sim.layout import Layout, Structure, instances
+from choreo_kernel.runtime.sim.operations import FutureWait, Operation
+from choreo_kernel.runtime.sim.scheduler import Blocker, Deadlock, Join, Scheduler, Task
+from choreo_kernel.runtime.sim.values import Buffer, IntTuple
+from choreo_kernel.runtime.sim.views import Bounded
+
+ONE_THREAD = np.zeros(1, dtype=np.intp)
+
+
+@dataclass(frozen=True)
+class Leaving:
+    """Threads that left the statements around them with `break` or `continue`."""
+
+    broken: np.ndarray
+    continued: np.ndarray
+
+    @property
+    def lanes(self) -> np.ndarray:
+        return np.union1d(self.broken, self.continued)
+
+    def merge(self, other: Leaving | None) -> Leaving:
+        if other is None:
+            return self
+        return Leaving(np.union1d(self.broken, other.broken), np.union1d(self.continued, other.continued))
+
+
+Run = Generator[Blocker, None, Leaving | None]
+
+
+class Returned(Exception):
+    """`return` at host level: unwinds the host statements with the returned value."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("return")
+        self.value = value
+
+
+class Interpreter:
+    """Runs one function for one call: its host statements, its launches and their blocks."""
+
+    def __init__(
+        self, info: FunctionInfo, structure: Structure, seed: int, source: str, filename: str
+    ) -> None:
+        self.info = info
+        self.structure = structure
+        self.source = source
+        self.filename = filename
+        self.rng = random.Random(seed)
+        self.evaluator = Evaluator()
+        self.issuer = Issuer(info, self.evaluator)
+        self.sites = trigger_sites(info)
+        self._simple: dict[type, Callable[[Any, Frame], Leaving | None]] = {
+            ast.BufferDecl: self._buffer_decl,
+            ast.ScalarDecl: self._scalar_decl,
+            ast.EventDecl: self._event_decl,
+            ast.ShapeDecl: self._shape_decl,
+            ast.TupleDecl: self._shape_decl,
+            ast.Assign: self._assign,
+            ast.ExprStmt: self._expr_stmt,
+            ast.OperationStmt: self.issuer.run,
+            ast.Trigger: self._trigger,
+            ast.Return: self._return,
+            ast.Break: self._break,
+            ast.Continue: self._break,
+            ast.Empty: lambda stmt, frame: None,
+        }
+        self._compound: dict[type, Callable[[Any, Frame], Run]] = {
+            ast.Block: self._body,
+            ast.Parallel: self._parallel,
+            ast.Foreach: self._foreach,
+            ast.ForeachRange: self._foreach_range,
+            ast.With: self._with,
+            ast.If: self._if,
+            ast.While: self._while,
+            ast.InThreads: self._inthreads,
+            ast.Wait: self._wait,
+            ast.Sync: self._join,
+            ast.Unsupported: self._unsupported,
+        }
+
+    # ------------------------------------------------------------------ host
+
+    def run_host(self, scope: Scope) -> Any:
+        """Run the function body at host level; the returned value, or None."""
+        frame = self._open("host code", scope, Task("the host code"))
+        try:
+            self._run(frame, self._body(self.info.function.body, frame))
+        except Returned as returned:
+            return returned.value
+        return None
+
+    def _open(self, label: str, scope: Scope, main: Task) -> Frame:
+        """The first frame of a block (or of the host code), whose layout evaluates counts in its scope."""
+        layout = Layout(self.structure, lambda clause: self.evaluator.extents(clause.count, frame))
+        frame = Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(self.rng), layout))
+        return frame
+
+    def _run(self, frame: Frame, body: Run) -> None:
+        """Run `body` as the main path of `frame`'s block, with every path it spawns."""
+        frame.task.run = body
+        try:
+            frame.block.scheduler.run(frame.task)
+        except Deadlock as deadlock:
+            raise self._deadlock(frame.block, deadlock.tasks) from None
+
+    # ------------------------------------------------------------ statements
+
+    def execute(self, stmt: ast.Stmt, frame: Frame) -> Run:
+        with self._located(stmt, frame):
+            simple = self._simple.get(type(stmt))
+            if simple is not None:
+                return simple(stmt, frame)
+            return (yield from self._compound[type(stmt)](stmt, frame))
+
+    @contextmanager
+    def _located(self, stmt: ast.Stmt, frame: Frame) -> Iterator[None]:
+        """Run-time errors raised while `stmt` runs, as diagnostics at `stmt`."""
+        try:
+            yield
+        except SimError as error:
+            raise self._error(str(error), stmt, frame) from None
+        except (IndexError, ValueError, TypeError) as error:  # NumPy refused: still point at the line
+            raise self._error(f"the sim cannot run this statement ({error})", stmt, frame) from error
+
+    def _statements(self, statements: Sequence[ast.Stmt], frame: Frame) -> Run:
+        leaving: Leaving | None = None
+        for index, stmt in enumerate(statements):
+            if isinstance(stmt, ast.InThreads) and stmt.is_async:
+                # No re-join: the path's threads go on with the statements after it once their path ends.
+                with self._located(stmt, frame):
+                    taken = self._spawn(stmt, frame, statements[index + 1 :])
+                remaining = np.setdiff1d(frame.lanes, taken, assume_unique=True)
+                if not remaining.size:
+                    break
+                frame = frame.narrow(remaining)
+                continue
+            result = yield from self.execute(stmt, frame)
+            if result is not None:
+                leaving = result.merge(leaving)
+                remaining = np.setdiff1d(frame.lanes, result.lanes, assume_unique=True)
+                if not remaining.size:
+                    break
+                frame = frame.narrow(remaining)
+        return leaving
+
+    def _body(self, stmt: ast.Stmt, frame: Frame) -> Run:
+        inner = frame.enter()
+        if isinstance(stmt, ast.Block):
+            return (yield from self._statements(stmt.body, inner))
+        return (yield from self.execute(stmt, inner))
+
+    def _unsupported(self, stmt: ast.Unsupported, frame: Frame) -> Run:
+        if stmt.inner is None:
+            return None
+        return (yield from self.execute(stmt.inner, frame))
+
+    # ---- declarations and assignments
+
+    def _buffer_decl(self, stmt: ast.BufferDecl, frame: Frame) -> None:
+        context = self.info.context_of[id(stmt)]
+        storage = stmt.storage or (
+            "global" if not context.in_parallel else "local" if context.below_block else "shared"
+        )
+        per_thread = storage == "local"
+        slots = self.evaluator.ints(stmt.array_dims, frame)
+        shape = [frame.block.threads] * per_thread + slots + self.evaluator.ints(stmt.shape, frame)
+        dtype = numpy_dtype(stmt.elem_type)
+        base = np.full(shape, arith.poison_of(dtype), dtype=dtype)
+        if stmt.init:
+            values = [arith.saturated(plain(self.evaluator.value(item, frame)), dtype) for item in stmt.init]
+            if len(values) == 1:
+                base[...] = values[0]
+            else:  # C aggregate initialization: the listed elements, then zeros
+                flat = np.zeros(int(np.prod(shape[per_thread:])), dtype=dtype)
+                flat[: len(values)] = values
+                base[...] = flat.reshape(shape[per_thread:])
+        frame.store(stmt.name, Buffer(base, len(slots), per_thread), frame.scope)
+
+    def _scalar_decl(self, stmt: ast.ScalarDecl, frame: Frame) -> None:
+        value = self.evaluator.value(stmt.init, frame) if stmt.init is not None else 0
+        if stmt.type_name is not None:
+            frame.scope.types[stmt.name] = stmt.type_name
+        frame.store(stmt.name, value, frame.scope)
+
+    def _event_decl(self, stmt: ast.EventDecl, frame: Frame) -> None:
+        dims = tuple(self.evaluator.ints(stmt.dims, frame))
+        expected = stmt.arrival_count
+        if expected is None:
+            try:
+                expected = expected_arrivals(self.sites.get(id(stmt), []), self.info, self.evaluator, frame)
+            except SimError as error:
+                raise SimError(
+                    f"the arrival count of event '{stmt.name}' cannot be derived where it is declared ({error}); "
+                    f"state it in the declaration: 'event<N> {stmt.name}'"
+                ) from None
+        frame.store(stmt.name, EventArray(stmt.name, dims, stmt.ready, expected), frame.scope)
+
+    def _shape_decl(self, stmt: ast.ShapeDecl | ast.TupleDecl, frame: Frame) -> None:
+        value = self.evaluator.value(stmt.value, frame)
+        if not isinstance(value, IntTuple):
+            raise SimError(f"'{stmt.name}' needs a shape or a tuple")
+        frame.store(stmt.name, value, frame.scope)
+
+    def _assign(self, stmt: ast.Assign, frame: Frame) -> None:
+        value = self.evaluator.value(stmt.value, frame)
+        target = stmt.target
+        operator = stmt.op[:-1]
+        if isinstance(target, ast.Name):
+            scope = frame.scope.find(target.id)
+            if operator:
+                value = arith.binary(operator, plain(self.evaluator.value(target, frame)), plain(value))
+            frame.store(target.id, value, scope or frame.scope)
+            return
+        element = self.evaluator.element(target, frame)
+        if operator:
+            value = arith.binary(operator, element.load(), plain(value))
+        element.store(plain(value))
+
+    def _expr_stmt(self, stmt: ast.ExprStmt, frame: Frame) -> None:
+        expr = stmt.expr
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.callee, ast.Name)
+            and expr.callee.id in ("swap", "rotate")
+        ):
+            self._rotate(expr.args, frame)
+        else:
+            self.evaluator.value(expr, frame)
+
+    @staticmethod
+    def _rotate(args: tuple[ast.Expr, ...], frame: Frame) -> None:
+        """`swap(a, b)` / `rotate(a, b, c)`: each future variable takes the next one's future."""
+        names = [arg.id for arg in args if isinstance(arg, ast.Name)]
+        if len(names) != len(args):
+            raise SimError("swap and rotate take future variables")
+        scopes = [frame.scope.owner(name) for name in names]
+        stored = [scope.names[name] for scope, name in zip(scopes, names)]
+        for scope, name, value in zip(scopes, names, stored[1:] + stored[:1]):
+            scope.names[name] = value
+
+    def _return(self, stmt: ast.Return, frame: Frame) -> None:
+        if stmt.value is None:
+            raise Returned(None)
+        value = self.evaluator.value(stmt.value, frame)
+        if isinstance(value, (bool, int, float, np.generic)):
+            raise Returned(value)
+        if isinstance(value, Buffer) and not value.slots:
+            raise Returned(value.base)  # the buffer itself: a returned global parameter is the caller's array
+        raise Returned(self.evaluator.as_view(value, frame).read())
+
+    # ---- parallelism
+
+    def _parallel(self, stmt: ast.Parallel, frame: Frame) -> Run:
+        context = self.info.context_of[id(stmt)]
+        if not context.levels:
+            self._launch(stmt, frame)
+            return None
+        yield from self._threads(stmt, 0, frame)
+        if all(level.name == "block" for level in context.levels):
+            yield from self._join(stmt, frame)  # back at block level: the threads meet again
+        return None
+
+    def _launch(self, stmt: ast.Parallel, frame: Frame) -> None:
+        """A kernel launch: every block instance, one after the other."""
+        first = self.structure.first_below_block(stmt)
+        axes: list[tuple[str | None, int]] = []
+        for clause in stmt.clauses[:first]:
+            names = clause.variables.names if clause.variables else ()
+            for position, count in enumerate(self.evaluator.extents(clause.count, frame)):
+                axes.append((names[position].id if position < len(names) else None, count))
+        for index in itertools.product(*(range(count) for _, count in axes)):
+            scope = Scope(frame.scope, ONE_THREAD)
+            for (name, count), value in zip(axes, index):
+                if name is not None:
+                    scope.names[name] = Bounded(value, count)
+            label = f"block ({', '.join(map(str, index))})" if index else "its only block"
+            start = self._open(label, scope, Task("the block's main path"))
+            start.block.threads = start.block.layout.block_threads(stmt)
+            self._run(start, self._block_body(stmt, first, start))
+
+    def _block_body(self, stmt: ast.Parallel, first: int, frame: Frame) -> Run:
+        if first < len(stmt.clauses):
+            yield from self._threads(stmt, first, frame)
+        else:
+            yield from self._body(stmt.body, frame)
+        yield from self._join(stmt, frame)
+        return None
+
+    def _threads(self, stmt: ast.Parallel, start: int, frame: Frame) -> Run:
+        """Enter the levels of clauses `start`.. of `stmt` from one thread per enclosing instance."""
+        layout = frame.block.layout
+        unit = layout.size(stmt, start)
+        lanes = (frame.lanes[:, None] + np.arange(unit)).ravel()
+        if self.structure.nested[id(stmt)] is not None:  # statements between levels: once per instance
+            lanes = lanes[lanes % layout.inner(stmt) == 0]
+        inner = frame.enter(lanes)
+        for name, values, bound in layout.variables(stmt, start, frame.block.threads):
+            inner.scope.names[name] = PerThread(values, bound)
+        yield from self._body(stmt.body, inner)
+        return None
+
+    def _inthreads(self, stmt: ast.InThreads, frame: Frame) -> Run:
+        if stmt.is_async:  # alone as a body: nothing follows it there
+            self._spawn(stmt, frame, ())
+            return None
+        lanes = self._selected(stmt.condition, frame)
+        if not lanes.size:
+            return None
+        return (yield from self._body(stmt.body, frame.narrow(lanes)))
+
+    def _selected(self, condition: ast.Expr, frame: Frame) -> np.ndarray:
+        """The threads of `frame` for which `condition` holds."""
+        selected = arith.truth(plain(self.evaluator.value(condition, frame)))
+        if isinstance(selected, np.ndarray):
+            return frame.lanes[selected]
+        return frame.lanes if selected else frame.lanes[:0]
+
+    def _spawn(self, stmt: ast.InThreads, frame: Frame, rest: Sequence[ast.Stmt]) -> np.ndarray:
+        """Start an `inthreads.async` path for its threads, which then run `rest`; the threads it took."""
+        lanes = self._selected(stmt.condition, frame)
+        if lanes.size:
+            path = Task(f"path 'inthreads.async ({expr_text(stmt.condition)})' (line {stmt.span.line})")
+            path.run = self._path(stmt.body, rest, Frame(frame.scope, lanes, path, frame.block))
+            frame.block.scheduler.spawn(path)
+        return lanes
+
+    def _path(self, body: ast.Stmt, rest: Sequence[ast.Stmt], frame: Frame) -> Run:
+        yield from self._body(body, frame)
+        yield from self._statements(rest, frame)
+        return None
+
+    def _join(self, stmt: ast.Stmt, frame: Frame) -> Run:
+        """The block's main path waits for every other path (`sync.shared`, the end of a parallel or block)."""
+        scheduler = frame.block.scheduler
+        if frame.task is not scheduler.main:
+            return None  # a path runs in lockstep: a barrier among its own threads is already met
+        blocker = Join(stmt, [task for task in scheduler.tasks if task is not frame.task and not task.done])
+        while not blocker.ready():
+            yield blocker
+        return None
+
+    # ---- control flow
+
+    def _loop(self, body: ast.Stmt, frame: Frame, iterations: Iterable[dict[str, Any]]) -> Run:
+        lanes = frame.lanes
+        for bindings in iterations:
+            inner = frame.enter(lanes)
+            inner.scope.names.update(bindings)
+            leaving = yield from self._body(body, inner)
+            if leaving is not None and leaving.broken.size:
+                lanes = np.setdiff1d(lanes, leaving.broken, assume_unique=True)
+                if not lanes.size:
+                    break
+        return None
+
+    def _foreach(self, stmt: ast.Foreach, frame: Frame) -> Run:
+        bounds = self.evaluator.extents(stmt.extent, frame)
+        names = [name.id for name in stmt.variables.names]
+        iterations = (
+            {name: Bounded(value, bound) for name, value, bound in zip(names, values, bounds)}
+            for values in itertools.product(*(range(bound) for bound in bounds))
+        )
+        return (yield from self._loop(stmt.body, frame, iterations))
+
+    def _foreach_range(self, stmt: ast.ForeachRange, frame: Frame) -> Run:
+        """`foreach j(1:-1:2)`: a slice of a with-variable's range, with Python slice rules (12.8)."""
+        ranges = []
+        for item in stmt.items:
+            variable = self.evaluator.value(item.name, frame)
+            if not isinstance(variable, Bounded):
+                raise SimError(f"'foreach {item.name.id}' iterates a with-variable")
+            parts = [
+                None if part is None else self.evaluator.uniform_int(part, frame)
+                for part in (item.start, item.stop, item.step)
+            ]
+            ranges.append((item.name.id, variable.bound, range(variable.bound)[slice(*parts)]))
+        iterations = (
+            {name: Bounded(value, bound) for (name, bound, _), value in zip(ranges, values)}
+            for values in itertools.product(*(values for _, _, values in ranges))
+        )
+        return (yield from self._loop(stmt.body, frame, iterations))
+
+    def _with(self, stmt: ast.With, frame: Frame) -> Run:
+        inner = frame.enter()
+        for binding in stmt.bindings:
+            bounds = self.evaluator.extents(binding.extent, frame)
+            for name, bound in zip(binding.variables.names, bounds):
+                inner.scope.names[name.id] = Bounded(0, bound)  # 0 outside a foreach over it (12.8)
+            if binding.variables.group is not None:
+                inner.scope.names[binding.variables.group.id] = IntTuple(tuple(bounds))
+        return (yield from self._body(stmt.body, inner))
+
+    def _if(self, stmt: ast.If, frame: Frame) -> Run:
+        condition = arith.truth(plain(self.evaluator.value(stmt.condition, frame)))
+        if not isinstance(condition, np.ndarray):
+            branch = stmt.then if condition else stmt.otherwise
+            return None if branch is None else (yield from self._body(branch, frame))
+        leaving: Leaving | None = None
+        for mask, branch in ((condition, stmt.then), (~condition, stmt.otherwise)):
+            if branch is not None and mask.any():
+                result = yield from self._body(branch, frame.narrow(frame.lanes[mask]))
+                leaving = result.merge(leaving) if result is not None else leaving
+        return leaving
+
+    def _while(self, stmt: ast.While, frame: Frame) -> Run:
+        lanes = frame.lanes
+        while lanes.size:
+            condition = arith.truth(plain(self.evaluator.value(stmt.condition, frame.narrow(lanes))))
+            if isinstance(condition, np.ndarray):
+                lanes = lanes[condition]
+            elif not condition:
+                break
+            if not lanes.size:
+                break
+            leaving = yield from self._body(stmt.body, frame.narrow(lanes))
+            if leaving is not None and leaving.broken.size:
+                lanes = np.setdiff1d(lanes, leaving.broken, assume_unique=True)
+        return None
+
+    @staticmethod
+    def _break(stmt: ast.Break | ast.Continue, frame: Frame) -> Leaving:
+        none = frame.lanes[:0]
+        if isinstance(stmt, ast.Break):
+            return Leaving(frame.lanes, none)
+        return Leaving(none, frame.lanes)
+
+    # ---- events and futures
+
+    def _wait(self, stmt: ast.Wait, frame: Frame) -> Run:
+        needs: list[Need] = []
+        plain_waits: list[tuple[object, int]] = []
+        operations: list[Operation] = []
+        for target in stmt.targets:
+            value = self.evaluator.raw(target, frame)
+            if isinstance(value, (EventArray, EventTarget)):
+                event_target = _event_target(value)
+                generation = event_target.generation
+                if generation is None:  # a plain wait: the next generation this path has not observed
+                    key = (event_target.event, event_target.slot)
+                    generation = frame.task.observed.get(key, 0)
+                    plain_waits.append(key)
+                needs.append(Need(event_target.event, event_target.slot, generation))
+            else:
+                operations.extend(futures(value))
+        for blocker in (FutureWait(stmt, operations), EventWait(stmt, needs)):
+            while not blocker.ready():
+                yield blocker
+        for observed in plain_waits:
+            frame.task.observed[observed] = frame.task.observed.get(observed, 0) + 1
+        return None
+
+    def _trigger(self, stmt: ast.Trigger, frame: Frame) -> None:
+        targets = [_event_target(self.evaluator.raw(target, frame)) for target in stmt.targets]
+        if not stmt.after:  # one arrival per thread that runs it (language.md 8)
+            for target in targets:
+                target.event.arrive(target.slot, len(frame.lanes))
+            return
+        block = frame.block
+        unit = block.layout.operation_unit(self.info.context_of[id(stmt)], "tma", block.threads)
+        count = len(instances(frame.lanes, unit).lanes)
+        bound = [operation for item in stmt.after for operation in futures(self.evaluator.value(item, frame))]
+        for target in targets:
+            _arrive_after(target, bound, count)
+
+    # ---- errors
+
+    def _error(self, message: str, stmt: ast.Stmt, frame: Frame) -> ChoreoError:
+        where = f"in '{self.info.function.name}', {frame.block.label}"
+        diagnostic = Diagnostic(ERROR, f"run-time error {where}: {message}", stmt.span)
+        return ChoreoError([diagnostic], self.source, self.filename)
+
+    def _deadlock(self, block: Block, tasks: list[Task]) -> ChoreoError:
+        """Every path is blocked: name each one, the line it waits at and what it needs."""
+        notes = []
+        tasks = sorted(tasks, key=lambda task: (isinstance(task.blocker, Join), _line(task)))
+        for task in tasks:
+            assert task.blocker is not None
+            span = task.blocker.statement.span
+            notes.append(Note(f"{task.name} waits at line {span.line} {task.blocker.describe()}", span))
+        message = (
+            f"deadlock in '{self.info.function.name}', {block.label}: every path is blocked and no "
+            "pending operation can release one"
+        )
+        first = tasks[0].blocker
+        assert first is not None
+        return ChoreoError(
+            [Diagnostic(ERROR, message, first.statement.span, tuple(notes))], self.source, self.filename
+        )
+
+
+def _line(task: Task) -> int:
+    return task.blocker.statement.span.line if task.blocker is not None else 0
+
+
+def _event_target(value: Any) -> EventTarget:
+    if isinstance(value, EventTarget):
+        return value
+    if isinstance(value, EventArray):
+        if value.dims:
+            raise SimError(
+                f"'{value.name}' is an event array: name one event, '{value.name}[i]' or '{value.name}.at(order)'"
+            )
+        return EventTarget(value, 0, None)
+    raise SimError("expected an event")
+
+
+def _arrive_after(target: EventTarget, operations: list[Operation], count: int) -> None:
+    """`trigger E after F...`: `count` arrivals land on E once every bound operation has completed."""
+    remaining = [len(operations)]
+
+    def landed() -> None:
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            target.event.arrive(target.slot, count)
+
+    for operation in operations:
+        operation.when_done(landed)

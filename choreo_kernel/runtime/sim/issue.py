@@ -1,0 +1,168 @@
+"""Data movement and matrix statements (language.md 6 and 9): who runs them and what they make.
+
+Each runs once per instance of its level (12.2): the sim picks one representative thread
+per instance, evaluates the operands for those threads together (a tile that depends on
+the warpgroup becomes one tile per warpgroup), and issues one `Operation` for them all.
+An async one goes to the block's pending list with its destination poisoned; a synchronous
+one completes before the next statement.  Accumulators and fragments live one per instance
+and are stored so that each thread sees its own instance's object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.runtime.sim.arith import poison_of
+from choreo_kernel.runtime.sim.errors import SimError
+from choreo_kernel.runtime.sim.expressions import Evaluator, plain
+from choreo_kernel.runtime.sim.frames import Frame
+from choreo_kernel.runtime.sim.layout import Instances, instances
+from choreo_kernel.runtime.sim.operations import (
+    Accumulator,
+    Fragment,
+    Operation,
+    copy,
+    matrix_multiply,
+    operand_of,
+    placeholder,
+    store_accumulators,
+)
+from choreo_kernel.runtime.sim.views import View
+
+STORAGE_WORDS = ("shared", "local")
+
+
+class Issuer:
+    def __init__(self, info: FunctionInfo, evaluator: Evaluator) -> None:
+        self.info = info
+        self.evaluator = evaluator
+
+    def run(self, stmt: ast.OperationStmt, frame: Frame) -> None:
+        operation = stmt.operation
+        words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+        family = operation.family
+        block = frame.block
+        unit = block.layout.operation_unit(self.info.context_of[id(stmt)], family, block.threads)
+        group = instances(frame.lanes, unit)
+        at = frame.narrow(group.lanes)
+        result: Any = None
+        if family in ("dma", "tma"):
+            result = placeholder(stmt) if words == ["any"] else self._copy(stmt, frame, at, group, unit)
+        elif words[0] == "fill":
+            result = self._fill(stmt, words, at, group)
+        elif words[0] == "load":
+            view = self.evaluator.view(operation.args[0], at)
+            tiles = view.read()
+            fragments = (
+                [Fragment(tile.copy()) for tile in tiles] if view.varying else [Fragment(tiles.copy())]
+            )
+            result = _per_lane(fragments, group)
+        elif words[0] == "store":
+            accumulators = self._accumulators(operation.args[0], at, group)
+            store_accumulators(accumulators, self.evaluator.view(operation.args[1], at))
+        else:
+            result = self._multiply(stmt, (words[0], words[1]), at, group)
+        if stmt.result is not None and result is not None:
+            self._bind(stmt, result, frame)
+
+    def _bind(self, stmt: ast.OperationStmt, value: Any, frame: Frame) -> None:
+        """Name the result: a new name where the statement declares one, else the existing variable."""
+        assert stmt.result is not None
+        symbol = self.info.symbol_of.get(id(stmt.result))
+        declares = symbol is None or symbol.declaration is stmt or frame.scope.find(stmt.result.id) is None
+        frame.store(stmt.result.id, value, frame.scope if declares else None)
+
+    def _copy(
+        self, stmt: ast.OperationStmt, frame: Frame, at: Frame, group: Instances, unit: int
+    ) -> Operation:
+        operation = stmt.operation
+        source = self.evaluator.view(operation.args[0], at)
+        target = operation.destination
+        assert target is not None
+        if (
+            isinstance(target, ast.Name)
+            and target.id in STORAGE_WORDS
+            and frame.scope.find(target.id) is None
+        ):
+            destination = _allocate(source, group)
+        else:
+            destination = self.evaluator.view(target, at)
+        after = [future for item in operation.after for future in futures(self.evaluator.value(item, at))]
+        result = Operation(stmt, lambda: copy(source, destination), after, destination, group.groups, unit)
+        if operation.is_async:
+            destination.write(poison_of(destination.base.dtype))
+            frame.block.scheduler.issue(result)
+        else:
+            result.complete()
+        return result
+
+    def _fill(self, stmt: ast.OperationStmt, words: list[str], at: Frame, group: Instances) -> Any:
+        args = stmt.operation.args
+        if stmt.result is not None:  # acc = mma.fill.f32 0.0f: a new accumulator per instance
+            fill = plain(self.evaluator.value(args[0], at))
+            elem = words[1] if len(words) > 1 else None
+            return _per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
+        fill = plain(self.evaluator.value(args[1], at))
+        for accumulator in self._accumulators(args[0], at, group):
+            accumulator.reset(fill)
+        return None
+
+    def _multiply(
+        self, stmt: ast.OperationStmt, layouts: tuple[str, str], at: Frame, group: Instances
+    ) -> Operation:
+        accumulator, a, b = stmt.operation.args
+        result = matrix_multiply(
+            stmt,
+            self._accumulators(accumulator, at, group),
+            operand_of(self._operand(a, at)),
+            operand_of(self._operand(b, at)),
+            layouts,
+        )
+        if not result.done:
+            at.block.scheduler.issue(result)
+        return result
+
+    def _operand(self, expr: ast.Expr, at: Frame) -> View | Fragment | list[Fragment]:
+        value = self.evaluator.raw(expr, at)
+        if isinstance(value, Fragment):
+            return value
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            return list(value)
+        return self.evaluator.as_view(value, at)
+
+    def _accumulators(self, expr: ast.Expr, at: Frame, group: Instances) -> list[Accumulator]:
+        value = self.evaluator.value(expr, at)
+        items = list(value) if isinstance(value, np.ndarray) else [value] * len(group.lanes)
+        if not all(isinstance(item, Accumulator) for item in items):
+            raise SimError("the first operand must be an accumulator made by mma.fill")
+        return items
+
+
+def futures(value: Any) -> list[Operation]:
+    """The operations a future value names (one, or one per thread after a divergent assignment)."""
+    items = list(dict.fromkeys(value.tolist())) if isinstance(value, np.ndarray) else [value]
+    if not all(isinstance(item, Operation) for item in items):
+        raise SimError("expected a future")
+    return items
+
+
+def _per_lane(objects: list[Any], group: Instances) -> Any:
+    """One object per instance, as each active thread sees it: its own instance's."""
+    if len(objects) == 1:
+        return objects[0]
+    table = np.empty(len(objects), dtype=object)
+    table[:] = objects
+    return table[group.of_lane]
+
+
+def _allocate(source: View, group: Instances) -> View:
+    """The buffer that `=> shared` / `=> local` makes: shaped like the source, one per instance."""
+    shape, dtype = source.shape, source.base.dtype
+    if len(group.lanes) == 1:
+        return View.whole(np.full(shape, poison_of(dtype), dtype=dtype))
+    base = np.full((int(group.groups.max()) + 1, *shape), poison_of(dtype), dtype=dtype)
+    return View(base, (group.groups,) + (0,) * len(shape), (None, *shape))

@@ -1,0 +1,237 @@
+"""Copies and matrix operations, and the in-flight operations that futures name.
+
+An operation statement runs once per instance of its level (language.md 12.2); the sim
+runs every instance of one execution together, so one `Operation` covers them all.  An
+async operation poisons its destination when it is issued and does its work only when it
+completes (at its `wait`, or when the scheduler needs progress), reading its sources then:
+a program that reads the destination before the wait, or overwrites a source too early,
+computes with NaN instead of getting a lucky right answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.values import FLOAT_TYPES
+from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
+from choreo_kernel.runtime.sim.arith import poison_of
+from choreo_kernel.runtime.sim.errors import SimError
+from choreo_kernel.runtime.sim.views import View
+
+
+class Operation:
+    """One execution of a data movement or MMA statement, for all its instances: what a future names."""
+
+    def __init__(
+        self,
+        statement: ast.OperationStmt,
+        perform: Callable[[], None],
+        after: Sequence[Operation] = (),
+        destination: View | None = None,
+        groups: np.ndarray | None = None,
+        unit: int = 1,
+    ) -> None:
+        self.statement = statement
+        self._perform = perform
+        self.after = list(after)
+        self.destination = destination
+        self.groups = groups  # the instance (thread // unit) of each instance that issued it
+        self.unit = unit
+        self.done = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def complete(self) -> None:
+        """Finish the operation now: its `after` operations first, then its own work."""
+        if self.done:
+            return
+        for dependency in self.after:
+            dependency.complete()
+        self._perform()
+        self.done = True
+        for callback in self._callbacks:
+            callback()
+        self._callbacks.clear()
+
+    def when_done(self, callback: Callable[[], None]) -> None:
+        if self.done:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def data(self, lanes: np.ndarray) -> View:
+        """`f.data` as seen by threads `lanes`: each thread sees its own instance's destination."""
+        if self.destination is None:
+            raise SimError(f"'{self.statement.operation.text}' has no data: it is a placeholder or an MMA")
+        if self.groups is None or not self.destination.varying:
+            return self.destination
+        groups = lanes // self.unit
+        count = int(max(self.groups.max(), groups.max())) + 1
+        return self.destination.regroup(self.groups, groups, count)
+
+
+class FutureWait:
+    """A path blocked at `wait f` until the scheduler completes the operations its futures name.
+
+    The wait does not complete them itself: other paths run first, so one that reads the
+    destination through a wrongly ordered event sees the poison.
+    """
+
+    def __init__(self, statement: ast.Stmt, operations: list[Operation]) -> None:
+        self.statement = statement
+        self.operations = operations
+
+    def ready(self) -> bool:
+        return all(operation.done for operation in self.operations)
+
+    def describe(self) -> str:
+        return "for " + ", ".join(
+            f"'{operation.statement.operation.text}' (line {operation.statement.span.line})"
+            for operation in self.operations
+            if not operation.done
+        )
+
+
+def placeholder(statement: ast.OperationStmt) -> Operation:
+    """`dma.any`: a future that is already complete and names no data."""
+    operation = Operation(statement, lambda: None)
+    operation.done = True
+    return operation
+
+
+def copy(source: View, destination: View) -> None:
+    """Copy every instance's source tile to its destination tile (element counts must agree)."""
+    data = source.read()
+    if data.size // (data.shape[0] if source.varying else 1) != int(np.prod(destination.shape)):
+        raise SimError(
+            f"a copy of shape {list(source.shape)} does not fit a destination of shape {list(destination.shape)}"
+        )
+    if source.varying:
+        data = data.reshape((data.shape[0], *destination.shape))
+        if not destination.varying:
+            data = data[-1]  # several instances copy into one tile: the last one wins, as in a race
+    else:
+        data = data.reshape(destination.shape)
+    destination.write(data)
+
+
+@dataclass
+class Fragment:
+    """An MMA operand loaded with `mma.load`: a snapshot of the tile, as registers hold it."""
+
+    tile: np.ndarray
+
+
+class Accumulator:
+    """An MMA accumulator (one per warpgroup); its shape comes from its first use (language.md 9)."""
+
+    def __init__(self, elem: str | None, fill: Any) -> None:
+        self.elem = elem  # None: the type of operand A, decided at the first MMA
+        self.fill = fill
+        self.value: np.ndarray | None = None
+
+    def ensure(self, shape: tuple[int, ...], operand_elem: str) -> np.ndarray:
+        if self.value is None:
+            if self.elem is None:
+                self.elem = (
+                    "f16" if operand_elem == "f16" else "f32" if operand_elem in FLOAT_TYPES else "s32"
+                )
+            self.value = np.full(shape, self.fill, dtype=numpy_dtype(self.elem))
+        elif self.value.shape != shape:
+            raise SimError(f"the accumulator is {list(self.value.shape)} but this MMA produces {list(shape)}")
+        return self.value
+
+    def reset(self, fill: Any) -> None:
+        self.fill = fill
+        if self.value is not None:
+            self.value[...] = fill
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An MMA operand: read when the operation completes, of one shape per instance."""
+
+    read: Callable[[], np.ndarray]
+    shape: tuple[int, ...]
+    elem: str
+
+
+def operand_of(value: View | Fragment | list[Fragment]) -> Operand:
+    """A tile (read at completion), one fragment, or one fragment per instance."""
+    if isinstance(value, View):
+        return Operand(value.read, value.shape, _elem(value.base))
+    if isinstance(value, Fragment):
+        return Operand(lambda: value.tile, value.tile.shape, _elem(value.tile))
+    stacked = np.stack([fragment.tile for fragment in value])
+    return Operand(lambda: stacked, stacked.shape[1:], _elem(stacked))
+
+
+def _elem(array: np.ndarray) -> str:
+    return element_type_of(array.dtype) or "f32"
+
+
+def matrix_multiply(
+    statement: ast.OperationStmt,
+    accumulators: list[Accumulator],
+    a: Operand,
+    b: Operand,
+    layouts: tuple[str, str],
+) -> Operation:
+    """acc += A * B per instance (row/col layouts as in language.md 9), computed in the accumulator's type."""
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise SimError(f"an MMA needs two-dimensional operands, got {list(a.shape)} and {list(b.shape)}")
+    m = a.shape[0] if layouts[0] == "row" else a.shape[1]
+    n = b.shape[0] if layouts[1] == "row" else b.shape[1]
+    for accumulator in accumulators:
+        accumulator.ensure((m, n), a.elem)
+    is_async = statement.operation.is_async
+    before = [_value(accumulator).copy() for accumulator in accumulators] if is_async else []
+    if is_async:
+        for accumulator in accumulators:
+            _value(accumulator)[...] = poison_of(_value(accumulator).dtype)
+
+    def perform() -> None:
+        compute = np.int32 if _value(accumulators[0]).dtype.kind in "iu" else np.float32
+        left, right = a.read().astype(compute), b.read().astype(compute)
+        if layouts[0] == "col":
+            left = np.swapaxes(left, -1, -2)
+        if layouts[1] == "row":
+            right = np.swapaxes(right, -1, -2)
+        products = left @ right
+        for index, accumulator in enumerate(accumulators):
+            value = _value(accumulator)
+            start = before[index] if is_async else value
+            part = products[index] if products.ndim == 3 else products
+            value[...] = start.astype(compute) + part
+
+    operation = Operation(statement, perform)
+    if not is_async:
+        operation.complete()
+    return operation
+
+
+def store_accumulators(accumulators: list[Accumulator], destination: View) -> None:
+    """`mma.store`: every instance's accumulator into its destination tile, converted to its type."""
+    tiles = []
+    for accumulator in accumulators:
+        value = accumulator.value
+        if value is None:
+            value = np.full(destination.shape, accumulator.fill, dtype=np.float32)
+        if value.size != int(np.prod(destination.shape)):
+            raise SimError(
+                f"'mma.store' of a {list(value.shape)} accumulator into data of shape {list(destination.shape)}"
+            )
+        tiles.append(value.reshape(destination.shape))
+    if destination.varying:
+        destination.write(np.stack(tiles))
+    else:
+        destination.write(tiles[-1])
+
+
+def _value(accumulator: Accumulator) -> np.ndarray:
+    assert accumulator.value is not None  # ensure() ran first
+    return accumulator.value

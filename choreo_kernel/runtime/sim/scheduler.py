@@ -1,0 +1,114 @@
+"""Cooperative scheduling of a block's paths, pending operations, and deadlock detection.
+
+Each path (a block's main path and every `inthreads.async` path) is a generator that runs
+until it yields a blocker: a wait that cannot pass yet.  The scheduler picks among the
+runnable paths with a seeded random generator.  When every path is blocked it completes
+one pending async operation, also chosen at random, since a completion may land the
+arrivals that a path waits for; when nothing is left to complete, the block is deadlocked.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.runtime.sim.operations import Operation
+
+
+class Blocker(Protocol):
+    """Why a path cannot go on: it is asked again after every step of another path."""
+
+    statement: ast.Stmt
+
+    def ready(self) -> bool: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(eq=False)
+class Task:
+    """One path of a block: its generator, what blocks it, and the generations it has observed."""
+
+    name: str
+    run: Generator[Blocker, None, Any] | None = None
+    blocker: Blocker | None = None
+    done: bool = False
+    observed: dict[tuple[object, int], int] = field(
+        default_factory=dict
+    )  # plain waits: (event, slot) -> count
+    children: list[Task] = field(default_factory=list)
+
+
+class Join:
+    """The main path waits for the block's other paths: a block barrier, or the end of a parallel."""
+
+    def __init__(self, statement: ast.Stmt, tasks: list[Task]) -> None:
+        self.statement = statement
+        self.tasks = tasks
+
+    def ready(self) -> bool:
+        return all(task.done for task in self.tasks)
+
+    def describe(self) -> str:
+        return "for these paths to finish: " + ", ".join(task.name for task in self.tasks if not task.done)
+
+
+class Deadlock(Exception):
+    """Every live path is blocked and no pending operation can unblock one."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        super().__init__("deadlock")
+        self.tasks = tasks
+
+
+class Scheduler:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.main: Task | None = None
+        self.tasks: list[Task] = []
+        self.pending: list[Operation] = []
+
+    def spawn(self, task: Task) -> None:
+        self.tasks.append(task)
+
+    def issue(self, operation: Operation) -> None:
+        self.pending.append(operation)
+
+    def run(self, main: Task) -> None:
+        """Run `main` and every path it spawns to the end; raise `Deadlock` when all are stuck."""
+        self.main = main
+        self.spawn(main)
+        while True:
+            live = [task for task in self.tasks if not task.done]
+            if not live:
+                break
+            runnable = [task for task in live if task.blocker is None or task.blocker.ready()]
+            if runnable:
+                self._step(runnable[self.rng.randrange(len(runnable))])
+            elif not self._complete_one():
+                raise Deadlock(live)
+        while self._complete_one():  # what no path waited for still lands before the block ends
+            pass
+
+    def _step(self, task: Task) -> None:
+        assert task.run is not None
+        task.blocker = None
+        while True:
+            try:
+                blocker = next(task.run)
+            except StopIteration:
+                task.done = True
+                return
+            if not blocker.ready():
+                task.blocker = blocker
+                return
+
+    def _complete_one(self) -> bool:
+        self.pending = [operation for operation in self.pending if not operation.done]
+        if not self.pending:
+            return False
+        self.pending.pop(self.rng.randrange(len(self.pending))).complete()
+        return True

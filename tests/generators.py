@@ -1,0 +1,56 @@
+"""The argument generators of the corpus header (tests/conformance/README.md): CALL's `name=generator`.
+
+`rand(T, d0, d1, ...)` is uniform in [-1, 1) for float types, integers in [-8, 8) for
+signed types and [0, 8) for unsigned ones; `zeros`, `ones`, `arange` (0 .. n-1 reshaped);
+a plain integer or float literal is a scalar argument.  Values come from the generator
+passed in, so a test seeds them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from choreo_kernel.runtime.dtypes import numpy_dtype
+
+_GENERATOR = re.compile(r"(?P<kind>rand|zeros|ones|arange)\s*\(\s*(?P<type>\w+)\s*(?P<dims>(,\s*\d+\s*)*)\)")
+
+
+def make_argument(text: str, rng: np.random.Generator) -> Any:
+    """The value that one generator text stands for."""
+    text = text.strip()
+    match = _GENERATOR.fullmatch(text)
+    if match is None:
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    dtype = numpy_dtype(match["type"])
+    dims = tuple(int(d) for d in match["dims"].replace(",", " ").split())
+    kind = match["kind"]
+    if kind == "zeros":
+        return np.zeros(dims, dtype=dtype)
+    if kind == "ones":
+        return np.ones(dims, dtype=dtype)
+    if kind == "arange":
+        return np.arange(int(np.prod(dims))).reshape(dims).astype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        low = -8 if np.issubdtype(dtype, np.signedinteger) else 0
+        return rng.integers(low, 8, size=dims).astype(dtype)
+    return rng.uniform(-1, 1, size=dims).astype(dtype)
+
+
+def make_arguments(arguments: tuple[tuple[str, str], ...], seed: int = 0) -> dict[str, Any]:
+    """name -> value for CALL's (name, generator) pairs, in order."""
+    rng = np.random.default_rng(seed)
+    return {name: make_argument(text, rng) for name, text in arguments}
+
+
+def relative_error(got: Any, ref: Any) -> float:
+    """max|got - ref| / max(max|ref|, 1), in f64 (NaN when got holds NaN)."""
+    got64, ref64 = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if not ref64.size:
+        return 0.0
+    return float(np.max(np.abs(got64 - ref64)) / max(float(np.max(np.abs(ref64))), 1.0))

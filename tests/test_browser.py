@@ -1,0 +1,249 @@
+"""JupyterLab in a real browser: Choreo highlighted by the extension, and a cell run on the kernel.
+
+Starts `jupyter lab` on a free port in a temporary directory and drives the system's
+Chromium, headless, through Playwright (Playwright's own browser downloads are never
+used). One test opens a `.co` file in the file editor; the other opens a notebook on the
+`choreo` kernel, runs a `%%choreo --graph` cell and checks its summary and graph. Both
+look for the extension's `cm-choreo-<kind>` classes on the editor's tokens and leave a
+screenshot in /tmp for a person to look at.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="needs Playwright (pip install -e '.[browser]')")
+if importlib.util.find_spec("jupyterlab") is None:
+    pytest.skip("needs JupyterLab (pip install -e '.[browser]')", allow_module_level=True)
+
+# JupyterLab brings these; only after the checks above.
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_core.paths import jupyter_path
+from playwright.sync_api import Browser, Locator, Page, sync_playwright
+
+SCREENSHOT = Path("/tmp/choreo-browser.png")
+EDITOR_SCREENSHOT = Path("/tmp/choreo-browser-editor.png")
+STARTUP_SECONDS = 60
+RUN_SECONDS = 120
+
+# A small elementwise kernel with two async copies, so its graph has futures to show.
+PROGRAM = """\
+// Blend two tiles: w * x + (1 - w) * y, one block per row.
+__co__ f32 [B, 128] blend(f32 [B, 128] x, f32 [B, 128] y, f32 w) {
+  f32 [B, 128] out;
+  parallel b by B : block {
+    fx = dma.copy.async x.chunkat(b, _) => shared;
+    fy = dma.copy.async y.chunkat(b, _) => shared;
+    wait fx, fy;
+    shared f32 [fx.span] res;
+    parallel t by 128 : thread {
+      res.at(0, t) = fx.data.at(0, t) * w + fy.data.at(0, t) * (1.0f - w);
+    }
+    dma.copy res => out.chunkat(b, _);
+  }
+  return out;
+}
+"""
+
+PYTHON_CELL = """\
+%%python
+import numpy as np  # a Python comment, not Choreo's `#` operator
+print(blend(np.ones((2, 128), np.float32), np.zeros((2, 128), np.float32), 0.25).sum())
+"""
+
+# Chromium flags for a machine without a display, GPU or outside network (Playwright
+# already adds --no-sandbox and --headless): background requests to Google's hosts would
+# only fail, slowly.
+CHROMIUM_ARGS = [
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str | None:
+    """The system's Chromium or Chrome."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def extension_installed() -> bool:
+    return any(
+        Path(directory, "choreo-kernel", "package.json").exists()
+        for directory in jupyter_path("labextensions")
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A running `jupyter lab`: the URL to append paths to (token included), and its root directory."""
+    if not extension_installed():
+        pytest.skip("the JupyterLab extension is not installed (needs npm at `pip install -e .`)")
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "root"
+    root.mkdir()
+    # Settings, workspaces and runtime files of this server only; no news pop-up over the page.
+    settings = home / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+    }
+    port, token = free_port(), secrets.token_hex(16)
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",  # CI runs as root
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--ServerApp.root_dir={root}",
+            f"--IdentityProvider.token={token}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_serving(f"{base}/api/status?token={token}", server, home / "server.log")
+        yield f"{base}/lab/tree/{{path}}?token={token}", root
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _wait_until_serving(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"jupyter lab exited with {server.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"jupyter lab did not answer within {STARTUP_SECONDS} s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("needs a system Chromium (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
+
+
+def highlighted(editor: Locator, kind: str) -> list[str]:
+    """The texts of the editor's tokens of one kind."""
+    return editor.locator(f".cm-content .cm-choreo-{kind}").all_inner_texts()
+
+
+def assert_highlighted(editor: Locator) -> None:
+    editor.locator(".cm-content .cm-choreo-keyword").first.wait_for(timeout=STARTUP_SECONDS * 1000)
+    assert {"__co__", "parallel", "by", "wait", "return"} <= set(highlighted(editor, "keyword"))
+    assert {"dma.copy.async", "dma.copy"} <= set(highlighted(editor, "operation"))
+    assert {"f32"} <= set(highlighted(editor, "type"))
+    assert {"shared"} <= set(highlighted(editor, "storage"))
+    assert {"block", "thread"} <= set(highlighted(editor, "level"))
+    assert any(text.startswith("// Blend") for text in highlighted(editor, "comment"))
+
+
+def test_co_file_is_highlighted_in_the_editor(lab: tuple[str, Path], page: Page) -> None:
+    url, root = lab
+    (root / "blend.co").write_text(PROGRAM)
+    page.goto(url.format(path="blend.co"))
+    try:
+        assert_highlighted(page.locator(".jp-FileEditor"))
+    finally:
+        page.screenshot(path=EDITOR_SCREENSHOT)
+
+
+def test_choreo_cell_runs_with_summary_and_graph(lab: tuple[str, Path], page: Page) -> None:
+    if "choreo" not in KernelSpecManager().find_kernel_specs():
+        pytest.skip("the choreo kernelspec is not installed (kernelspec/choreo, shipped in the wheel)")
+    url, root = lab
+    notebook = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "choreo", "display_name": "Choreo", "language": "choreo"}},
+        cells=[
+            nbformat.v4.new_code_cell("%%choreo --graph --target sim\n" + PROGRAM),
+            nbformat.v4.new_code_cell(PYTHON_CELL),
+        ],
+    )
+    nbformat.write(notebook, root / "blend.ipynb")
+    page.goto(url.format(path="blend.ipynb"))
+
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    cell = cells.first
+    try:
+        # A cell run before the kernel is connected is dropped; the status bar names the
+        # kernel's display name and state once it is.
+        page.locator("#jp-main-statusbar").get_by_text("Choreo | Idle").wait_for(timeout=RUN_SECONDS * 1000)
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Control+Enter")  # run the cell and stay on it
+        # JupyterLab shows an SVG output as an <img> of a data URL.
+        graph = cell.locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"] img').first
+        graph.wait_for(timeout=RUN_SECONDS * 1000)
+
+        assert_highlighted(cell)
+        assert highlighted(cell, "meta") == ["%%choreo --graph --target sim"]
+        outputs = cell.locator(".jp-OutputArea").inner_text()
+        assert "blend(" in outputs and "kernel" in outputs, outputs
+        svg = urllib.parse.unquote(graph.get_attribute("src") or "")
+        assert svg.startswith("data:image/svg+xml") and "<svg" in svg and "dma.copy.async" in svg, svg[:200]
+        assert graph.evaluate("image => image.complete && image.naturalWidth > 0"), "the graph did not render"
+
+        # A %%python cell is Python: only its first line is Choreo's.
+        python = cells.nth(1)
+        assert python.locator(".cm-content [class*='cm-choreo-']").all_inner_texts() == ["%%python"]
+    finally:
+        page.screenshot(path=SCREENSHOT)  # on a failure too: it shows what the page did instead

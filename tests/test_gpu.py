@@ -1,0 +1,199 @@
+"""The CUDA backend on a GPU: each covered program matches its REF (and the sim backend, where it
+exists), deadlocks and CUDA failures become `ChoreoError`s naming what failed, device arrays
+are used in place. Every test here is marked `gpu`; conftest.py skips them without CuPy and a GPU.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from corpus import Program, split_arguments
+from cuda_corpus import PROGRAMS
+
+import choreo_kernel as ck
+from choreo_kernel.runtime.dtypes import numpy_dtype
+
+pytestmark = pytest.mark.gpu
+
+RUNNABLE = [p for p in PROGRAMS if p.call is not None and "cuda" in p.targets]
+
+
+def generate(text: str, rng: np.random.Generator) -> Any:
+    """A CALL generator (`rand(f16,4,8)`, `zeros(...)`, `ones(...)`, `arange(...)`) or a literal."""
+    if "(" not in text:
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    kind, inner = text.split("(", 1)
+    element, *dims = (part.strip() for part in split_arguments(inner.rstrip(")")))
+    shape = tuple(int(d) for d in dims)
+    dtype = numpy_dtype(element)
+    if kind == "zeros":
+        return np.zeros(shape, dtype)
+    if kind == "ones":
+        return np.ones(shape, dtype)
+    if kind == "arange":
+        return np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    if dtype.kind == "f" or element in ("bf16", "f8_e4m3", "f8_e5m2"):
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    low = -8 if dtype.kind == "i" else 0
+    return rng.integers(low, 8, shape).astype(dtype)
+
+
+def arguments(program: Program, seed: int = 0) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    return {name: generate(text, rng) for name, text in program.arguments}
+
+
+def host(value: Any) -> Any:
+    return value.get() if hasattr(value, "get") else value
+
+
+def assert_close(got: Any, expected: Any, tol: float | None, what: str) -> None:
+    got, expected = np.asarray(host(got)), np.asarray(expected)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    if tol is None:
+        np.testing.assert_array_equal(got, expected, err_msg=what)
+        return
+    error = np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)), initial=0.0)
+    scale = max(float(np.max(np.abs(expected.astype(np.float64)), initial=0.0)), 1.0)
+    assert error / scale <= tol, f"{what}: relative error {error / scale:.3g} over {tol}"
+
+
+def run_on_sim(program: Program) -> Any:
+    module = ck.compile(program.source, target="sim", filename=program.name)
+    return module.function(program.function)(*arguments(program).values())
+
+
+def sim_available() -> bool:
+    try:
+        from choreo_kernel.runtime.sim import SimBackend  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in RUNNABLE])
+def test_program_matches_its_reference_and_sim(program: Program) -> None:
+    module = ck.compile(program.source, target="cuda", filename=program.name)
+    before = arguments(program)
+    passed = {name: value.copy() if hasattr(value, "copy") else value for name, value in before.items()}
+    result = module.function(program.function)(*passed.values())
+    scope = {"np": np, **before}
+    if program.ref is not None:
+        assert_close(result, eval(program.ref, scope), program.tol, "the result")
+    for name, expression in program.ref_args:
+        assert_close(passed[name], eval(expression, scope), program.tol, f"argument '{name}'")
+    if sim_available() and program.ref is not None:
+        assert_close(result, run_on_sim(program), program.tol, "the result against sim")
+
+
+DEADLOCK = """
+__co__ void stuck(f32 [32] x, global f32 [32] out) {
+  parallel b by 1 : block {
+    shared event never;
+    parallel w by 2 : group, l by 32 : thread {
+      inthreads.async (w == 0) {
+        if (x.at(l) > 100.0f) { trigger never; }
+      }
+      inthreads.async (w == 1) {
+        wait never;
+        out.at(l) = x.at(l);
+      }
+    }
+  }
+}
+"""
+
+
+def test_a_never_triggered_event_raises_naming_it() -> None:
+    stuck = ck.compile(DEADLOCK, target="cuda").stuck
+    start = time.perf_counter()
+    with pytest.raises(ck.ChoreoError, match=r"stuck\(\).*'never'.*line 10"):
+        stuck(np.zeros(32, np.float32), np.zeros(32, np.float32))
+    assert time.perf_counter() - start < 10
+    # The process's CUDA context survives the timeout: the next call runs.
+    add = ck.compile(
+        (Path(__file__).parent / "conformance/valid/add_blocks_threads.co").read_text(), target="cuda"
+    )
+    a = np.ones((16, 16), np.float32)
+    np.testing.assert_array_equal(add.add(a, a).get(), a * 2)
+
+
+def test_a_launch_failure_names_the_function() -> None:
+    source = """
+    __co__ f32 [64] too_big(f32 [64] x) {
+      f32 [64] out;
+      parallel b by 1 : block {
+        shared f32 [80000] scratch;
+        parallel t by 64 : thread {
+          scratch.at(t) = x.at(t);
+          out.at(t) = scratch.at(t);
+        }
+      }
+      return out;
+    }
+    """
+    with pytest.raises(ck.ChoreoError, match=r"too_big\(\).*320000 bytes of shared memory"):
+        ck.compile(source, target="cuda").too_big(np.zeros(64, np.float32))
+
+
+ILLEGAL_ADDRESS = """
+import numpy as np, choreo_kernel as ck
+source = '''
+__co__ void wild(global f32 [16] out) {
+  parallel p by 4096 : block, t by 256 : thread {
+    out.at(p * 1000000 + t) = 1.0f;
+  }
+}
+'''
+try:
+    ck.compile(source, target="cuda").wild(np.zeros(16, np.float32))
+except ck.ChoreoError as error:
+    print("ChoreoError:", error)
+"""
+
+
+def test_an_illegal_address_names_the_function() -> None:
+    """In its own process: an illegal address leaves the CUDA context unusable."""
+    result = subprocess.run(
+        [sys.executable, "-c", ILLEGAL_ADDRESS], capture_output=True, text=True, timeout=120
+    )
+    assert "ChoreoError: wild(): CUDA failed" in result.stdout, result.stdout + result.stderr
+
+
+def test_device_arrays_are_used_in_place() -> None:
+    import cupy
+
+    program = next(p for p in RUNNABLE if p.name == "scale_shift_subspan.co")
+    scale_shift = ck.compile(program.source, target="cuda").scale_shift
+    x = cupy.arange(32 * 128, dtype=cupy.float32).reshape(32, 128)
+    out = cupy.zeros((32, 128), cupy.float32)
+    scale_shift(x, out, 2.0, 1.0)
+    cupy.testing.assert_allclose(out, x * 2 + 1)
+
+
+def test_a_bad_argument_is_reported_before_anything_runs() -> None:
+    program = next(p for p in RUNNABLE if p.name == "add_blocks_threads.co")
+    add = ck.compile(program.source, target="cuda").add
+    with pytest.raises(ck.ChoreoError, match="parameter 'b'"):
+        add(np.zeros((16, 16), np.float32), np.zeros((16, 32), np.float32))
+
+
+def test_the_binary_cache_is_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from choreo_kernel.runtime import cuda
+
+    monkeypatch.setenv("CHOREO_CACHE_DIR", str(tmp_path))
+    source = ck.compile(RUNNABLE[0].source, target="cuda").cuda_source
+    cuda.clear_loaded_modules()
+    cuda.compile_module(source)
+    assert len(list(tmp_path.glob("*.cubin"))) == 1
+    cuda.clear_loaded_modules()
+    start = time.perf_counter()
+    cuda.compile_module(source)
+    assert time.perf_counter() - start < 0.25  # loaded from disk, not compiled again
+    assert len(list(tmp_path.glob("*.cubin"))) == 1

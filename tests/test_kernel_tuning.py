@@ -1,0 +1,217 @@
+"""The tuning magics: `%bench`, `%sweep` and `%resources`, through a real `choreo` kernel on sim.
+
+The parts with no kernel in them (device peaks, the timing line, grids, result comparison,
+tables) are tested directly; `%resources` on a GPU is a `gpu` test.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from kernel_driver import CellRun, KernelDriver
+
+from choreo_kernel.kernel.resources import KernelResources, resources_bundle
+from choreo_kernel.kernel.sweep import difference, grid_points
+from choreo_kernel.kernel.tables import table_bundle
+from choreo_kernel.kernel.timing import BYTES, FLOPS, SIM_DEVICE, Timing, Work, device_named, format_seconds
+from choreo_kernel.kernel.tuning import parse_grid
+
+# SCALE changes the result, so a sweep over it has points that differ from the first.
+SCALED_ADD = """\
+#ifndef SCALE
+#define SCALE 1
+#endif
+__co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
+  f32 [M, N] out;
+  parallel {i, j} by [M / 16, N / 16] : block {
+    parallel {x, y} by [16, 16] : thread {
+      out.chunkat(i, j).at(x, y) = a.chunkat(i, j).at(x, y) * SCALE + b.chunkat(i, j).at(x, y);
+    }
+  }
+  return out;
+}"""
+DATA = "%%python\nimport numpy as np\na = np.ones((32, 32), np.float32)\nb = np.ones((32, 32), np.float32)"
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[KernelDriver]:
+    driver = KernelDriver("choreo")
+    for cell in ("%%choreo --target sim\n" + SCALED_ADD, DATA):
+        assert driver.run(cell).status == "ok"
+    yield driver
+    driver.close()
+
+
+def ok(run: CellRun) -> CellRun:
+    assert run.status == "ok", run.traceback
+    return run
+
+
+def test_bench_on_sim_gives_a_median_and_a_rate(kernel: KernelDriver) -> None:
+    line = ok(kernel.run("%bench add(a, b) -n 4")).stream()
+    assert line.startswith("add(a, b): median ") and "over 4 runs" in line
+    assert "wall clock, sim backend (CPU)" in line
+    assert "GB/s" in line and "% of peak" not in line  # bytes of a, b and the result; no known peak
+    line = ok(kernel.run("%%python\nFLOP = 2 * 32 * 32\n%bench add(a, b) --flops FLOP -n 2")).stream()
+    assert "FLOP/s" in line
+    seconds = ok(
+        kernel.run("%%python\nprint(len(_bench.seconds), _bench.work.unit, _bench.rate > 0)")
+    ).stream()
+    assert seconds == "2 FLOP True\n"
+
+
+def test_bench_reports_a_bad_line_as_usage(kernel: KernelDriver) -> None:
+    run = kernel.run("%bench")
+    assert run.status == "error" and run.reply["ename"] == "UsageError"
+    run = kernel.run("%bench add(a, b) --flops 1 --bytes 1")
+    assert "not both" in run.reply["evalue"]
+
+
+def test_sweep_shows_progress_a_table_a_plot_and_the_best_defines(kernel: KernelDriver) -> None:
+    run = ok(kernel.run("%sweep SCALE=1,1,2 -n 2 -- add(a, b)"))
+    updates = [
+        m["content"]["data"]["text/plain"] for m in run.outputs if m["msg_type"] == "update_display_data"
+    ]
+    assert any("sweep 3/3: SCALE=2" in text for text in updates)
+    assert updates[-1].endswith("3 points in " + updates[-1].split(" points in ")[1])
+    progress, table, plot = run.displays()
+    assert progress["text/plain"].endswith("starting")
+    title, header, _rule, *rows = table["text/plain"].splitlines()
+    assert title == "sweep of cell[1]" and header.split()[:2] == ["SCALE", "median"]
+    assert rows[0].split()[0] == "1" and rows[0].endswith("reference")
+    assert rows[1].endswith("matches")
+    assert rows[2].startswith("! 2") and "DIFFERS: 1024 of 1024 values" in rows[2]
+    assert "<table>" in table["text/html"] and "color:#b91c1c" in table["text/html"]
+    assert base64.b64decode(plot["image/png"]).startswith(b"\x89PNG")
+    out = run.stream()
+    assert "best: SCALE=1" in out and out.endswith("paste into the cell:\n#define SCALE 1\n")
+    # The cell's own build is back: SCALE 1.
+    assert ok(
+        kernel.run("%%python\nprint(add(a, b)[0, 0], _sweep.points[2].difference is not None)")
+    ).stream() == ("2.0 True\n")
+
+
+def test_sweep_refuses_names_the_cell_does_not_take(kernel: KernelDriver) -> None:
+    run = kernel.run("%sweep TILE=1,2 -- add(a, b)")
+    assert run.reply["ename"] == "UsageError" and "does not use TILE" in run.reply["evalue"]
+    ok(kernel.run("%%choreo --target sim\n#define SCALE 3\n" + SCALED_ADD.split("#endif\n")[1]))
+    run = kernel.run("%sweep SCALE=1,2 -- add(a, b)")
+    assert "defines SCALE itself" in run.reply["evalue"] and "#ifndef SCALE" in run.reply["evalue"]
+    ok(kernel.run("%%choreo --target sim\n" + SCALED_ADD))
+
+
+def test_a_point_that_fails_is_marked_and_the_sweep_goes_on(kernel: KernelDriver) -> None:
+    run = ok(kernel.run("%sweep SCALE=1,a.b -n 1 -- add(a, b)"))
+    failed = run.displays()[1]["text/plain"].splitlines()[4]
+    assert failed.startswith("! a.b") and "error:" in failed
+    assert run.stream().endswith("#define SCALE 1\n")
+
+
+def test_resources_on_sim_says_it_needs_cuda(kernel: KernelDriver) -> None:
+    out = ok(kernel.run("%resources add")).stream()
+    assert "need the cuda target" in out and "add was compiled for sim" in out
+    assert "256 threads/block" in out
+    run = kernel.run("%resources nothing")
+    assert run.reply["ename"] == "UsageError" and "add" in run.reply["evalue"]
+
+
+def test_load_ext_brings_the_tuning_magics_to_a_python_kernel() -> None:
+    driver = KernelDriver("python3")
+    try:
+        ok(driver.run("%load_ext choreo_kernel"))
+        ok(driver.run("%%choreo --target sim\n" + SCALED_ADD))
+        ok(driver.run(DATA.removeprefix("%%python\n")))
+        assert "median" in ok(driver.run("%bench add(a, b) -n 1")).stream()
+    finally:
+        driver.close()
+
+
+@pytest.mark.gpu
+def test_resources_on_cuda_reads_the_binary() -> None:
+    driver = KernelDriver("choreo")
+    try:
+        ok(driver.run("%%choreo --target cuda\n" + SCALED_ADD))
+        (table,) = ok(driver.run("%resources add")).displays()
+        assert "registers/thread" in table["text/plain"] and "add_kernel" in table["text/plain"]
+        out = ok(
+            driver.run("%%python\nk, = _resources\nprint(k.threads, k.registers > 0, 0 < k.occupancy <= 1)")
+        )
+        assert out.stream() == "256 True True\n"
+    finally:
+        driver.close()
+
+
+# ---------------------------------------------------------------------------- without a kernel
+
+
+def test_devices_are_matched_by_name_most_specific_first() -> None:
+    assert (device_named("NVIDIA H200").peak_flops, device_named("NVIDIA H200").peak_bytes) == (
+        989e12,
+        4.8e12,
+    )
+    assert device_named("NVIDIA H100 PCIe").peak_flops == 756e12
+    assert device_named("NVIDIA H100 80GB HBM3").peak_bytes == 3.35e12
+    assert device_named("NVIDIA GH200 480GB").peak_flops is None  # not an H200
+    assert device_named("NVIDIA GeForce RTX 4090").peak_flops is None
+
+
+def test_timing_line_has_median_spread_rate_and_share_of_peak() -> None:
+    h200 = device_named("NVIDIA H200")
+    timing = Timing("gemm(a, b)", [2e-3, 1e-3, 3e-3], h200, Work(989e9, FLOPS))
+    assert timing.median == 2e-3 and timing.rate == pytest.approx(494.5e12)
+    assert str(timing) == (
+        "gemm(a, b): median 2 ms over 3 runs (min 1 ms, max 3 ms; CUDA events, NVIDIA H200)"
+        " · 494.5 TFLOP/s · 50% of peak"
+    )
+    copy = Timing("copy(x)", [1e-3], SIM_DEVICE, Work(4e6, BYTES))
+    assert copy.rate_text() == "4 GB/s" and copy.percent_of_peak is None and "wall clock" in str(copy)
+    assert Timing("f()", [1e-3], SIM_DEVICE).rate is None
+
+
+def test_format_seconds_picks_the_unit() -> None:
+    assert [format_seconds(s) for s in (2.5, 0.0123, 4.56e-5, 7e-9)] == [
+        "2.5 s",
+        "12.3 ms",
+        "45.6 µs",
+        "7 ns",
+    ]
+
+
+def test_grid_parsing_and_order() -> None:
+    grid = parse_grid("BN=128,256 STAGES=2,3 MODE=fast")
+    assert grid == {"BN": [128, 256], "STAGES": [2, 3], "MODE": ["fast"]}
+    assert [tuple(p.values()) for p in grid_points(grid)] == [
+        (128, 2, "fast"),
+        (128, 3, "fast"),
+        (256, 2, "fast"),
+        (256, 3, "fast"),
+    ]
+
+
+def test_difference_uses_the_tolerance_and_counts_nan() -> None:
+    reference = np.ones(4, np.float32)
+    assert difference(reference + 1e-4, reference, 1e-3, 1e-3) is None
+    assert difference(np.array([1, np.nan, 1, 3], np.float32), reference, 1e-3, 1e-3) == (
+        "2 of 4 values differ from the first point's"
+    )
+    assert "shape (2,)" in (difference(reference[:2], reference, 1e-3, 1e-3) or "")
+
+
+def test_tables_flag_rows_in_text_and_html() -> None:
+    bundle = table_bundle(["a", "bb"], [["1", "x"], ["22", "y"]], {1}, "title")
+    assert bundle["text/plain"] == "title\n  a   bb\n  --  --\n  1   x\n! 22  y"
+    assert bundle["text/html"].count("<tr") == 3 and "color:#b91c1c" in bundle["text/html"]
+
+
+def test_resources_table_flags_spills() -> None:
+    kernels = [
+        KernelResources("gemm_kernel", 384, 168, 0, 147456, 0, 1, 64),
+        KernelResources("spill_kernel", 128, 255, 1024, 0, 64, 3, 64),
+    ]
+    assert kernels[0].occupancy == pytest.approx(12 / 64)
+    text = resources_bundle("gemm", kernels)["text/plain"].splitlines()
+    assert text[3].split()[:3] == ["gemm_kernel", "384", "168"] and "144 KiB" in text[3] and "19%" in text[3]
+    assert text[4].startswith("! spill_kernel") and "64 B" in text[4]

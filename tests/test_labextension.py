@@ -1,0 +1,134 @@
+"""The wheel carries the JupyterLab extension prebuilt, and Jupyter finds it after `pip install`.
+
+The test builds the wheel as a release would (pyproject.toml's jupyter-builder hook runs
+npm when labextension/src is newer than the build), installs it with no dependencies into
+a fresh virtual environment that borrows this one's packages (JupyterLab among them), and
+reads `jupyter labextension list` there: the extension must be listed under that
+environment's labextensions directory, enabled, OK, and owned by the Python package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+EXTENSION = "choreo-kernel"
+
+# One extension line: `        choreo-kernel v0.1.0 enabled OK (python, choreo_kernel)`.
+_ENTRY = re.compile(
+    r"^\s+(?P<name>\S+) v(?P<version>\S+) (?P<enabled>enabled|disabled) +(?P<status>OK|X)"
+    r"(?: \((?P<manager>[^,]+), (?P<package>[^)]+)\))?"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def listed_extensions(output: str) -> dict[Path | None, list[dict[str, str]]]:
+    """The extensions of `jupyter labextension list`, by the labextensions directory they are listed under.
+
+    Prebuilt extensions are listed under the directory they were found in; extensions that
+    JupyterLab must build itself come under "Other labextensions", kept here under None.
+    """
+    sections: dict[Path | None, list[dict[str, str]]] = {}
+    section: Path | None = None
+    for line in _ANSI.sub("", output).splitlines():
+        if line and not line[0].isspace():
+            section = Path(line).resolve() if line.startswith("/") else None
+            sections.setdefault(section, [])
+        elif match := _ENTRY.match(line):
+            sections.setdefault(section, []).append(match.groupdict())
+    return sections
+
+
+def _skip_reason() -> str | None:
+    if importlib.util.find_spec("jupyterlab") is None:
+        return "needs JupyterLab (pip install -e '.[browser]')"
+    missing = [
+        name
+        for name in ("hatchling", "hatch_jupyter_builder", "jupyter_builder")
+        if not importlib.util.find_spec(name)
+    ]
+    if missing:
+        return f"needs {', '.join(missing)} to build the wheel without build isolation (pip install -e '.[test]')"
+    if shutil.which("npm") is None:
+        return "needs Node.js and npm to build the JupyterLab extension"
+    return None
+
+
+def make_environment(directory: Path) -> Path:
+    """A fresh virtual environment that also sees this environment's packages; its python."""
+    venv.create(directory, system_site_packages=True, with_pip=False)
+    python = directory / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        # --system-site-packages reaches only the base interpreter's packages, and this
+        # environment (CI's .venv) is where JupyterLab is: add its directories by a .pth file.
+        target = sysconfig.get_path("purelib", vars={"base": str(directory), "platbase": str(directory)})
+        Path(target, "_parent_environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
+
+
+def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+    # The hook's npm build needs the jupyter-builder command of this environment.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            wheels,
+            ROOT,
+        ],
+        check=True,
+        env=env,
+    )
+    (wheel,) = wheels.glob("choreo_kernel-*.whl")
+
+    python = make_environment(tmp_path / "env")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel],
+        check=True,
+    )
+
+    # `jupyter labextension` would run the first jupyter-labextension on PATH, maybe another
+    # environment's; the module runs under the new environment's interpreter. It prints to stderr.
+    listing = subprocess.run(
+        [python, "-m", "jupyterlab.labextensions", "list"], capture_output=True, text=True, check=True
+    )
+    output = listing.stdout + listing.stderr
+    directory = (tmp_path / "env" / "share" / "jupyter" / "labextensions").resolve()
+    entries = {entry["name"]: entry for entry in listed_extensions(output).get(directory, [])}
+    assert EXTENSION in entries, f"{EXTENSION} is not listed under {directory}:\n{output}"
+    assert entries[EXTENSION] | {"version": ""} == {
+        "name": EXTENSION,
+        "version": "",
+        "enabled": "enabled",
+        "status": "OK",
+        "manager": "python",
+        "package": "choreo_kernel",
+    }, output
+
+    # Prebuilt: the module federation entry that JupyterLab loads is there, no build needed.
+    installed = directory / EXTENSION
+    build = json.loads((installed / "package.json").read_text())["jupyterlab"]["_build"]
+    assert (installed / build["load"]).is_file()
