@@ -110,6 +110,22 @@ def test_functions_macros_and_the_last_module_carry_across_cells(kernel: KernelD
     assert python(kernel, "print(type(choreo).__name__, choreo.functions)") == "Module ['blend_wide']\n"
 
 
+def test_a_macro_cell_is_quiet_and_its_function_like_macros_carry_over(kernel: KernelDriver) -> None:
+    run = kernel.run("#define ROW(i) ((i) / 16)\n#define COL(i) ((i) % 16)\n")
+    assert run.status == "ok", run.traceback
+    assert run.stream() == "" and run.displays() == []  # no "no __co__ function" warning
+    cell = ADD.replace("add", "add_flat").replace(".at(x, y)", ".at(ROW(x * 16 + y), COL(x * 16 + y))")
+    run = kernel.run(cell)
+    assert run.status == "ok", run.traceback
+    checked = python(
+        kernel,
+        "import numpy as np\n"
+        "a, b = np.ones((32, 32), np.float32), np.arange(1024, dtype=np.float32).reshape(32, 32)\n"
+        "print(np.array_equal(add_flat(a, b), a + b))",
+    )
+    assert checked == "True\n"
+
+
 def test_a_failing_cell_keeps_what_earlier_cells_defined(kernel: KernelDriver) -> None:
     assert kernel.run(ADD).status == "ok"
     before = python(kernel, "print(add.__doc__, choreo.functions)")

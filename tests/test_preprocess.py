@@ -50,6 +50,12 @@ def test_function_like_macro() -> None:
     assert code("#define IDX(a, b) ((a) * 4 + (b))\nn = IDX(i, j + 1);") == ["n = ((i) * 4 + (j + 1));"]
 
 
+def test_a_caller_define_can_be_a_function_like_macro() -> None:
+    """A notebook passes an earlier cell's function-like macros on as defines."""
+    earlier = preprocess("#define IDX(a, b) ((a) * 4 + (b))\n", DiagnosticSink()).macros
+    assert code("n = IDX(i, 1);", {"IDX": earlier["IDX"]}) == ["n = ((i) * 4 + (1));"]
+
+
 def test_function_like_macros_nested() -> None:
     source = "#define SQR(v) ((v) * (v))\n#define POW4(v) SQR(SQR(v))\n#define TWICE(v) (2 * (v))\nn = POW4(TWICE(x));"
     assert code(source) == ["n = (((((2 * (x))) * ((2 * (x))))) * ((((2 * (x))) * ((2 * (x))))));"]

@@ -56,7 +56,8 @@ def analyze(
         AsyncFlow(info, sink, target).run()
         check_dependencies(info, sink)
         functions[function.name] = info
-    if not program.functions and source.strip() and not sink.has_errors:
+    defines_macros = preprocessed.macros.keys() - (defines or {}).keys()  # a notebook's macro cell
+    if not program.functions and source.strip() and not sink.has_errors and not defines_macros:
         sink.warning("no '__co__' function found", Span(1, 1, 1, 2))
     return Analysis(program, functions, _ordered(sink.diagnostics))
 

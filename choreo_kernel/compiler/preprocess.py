@@ -109,7 +109,8 @@ class Preprocessor:
         self.sink = sink
         self.macros: dict[str, Macro] = {}
         for name, value in (defines or {}).items():
-            self.macros[name] = Macro(name, _define_text(value))
+            # A Macro value (an earlier notebook cell's function-like macro) is kept whole.
+            self.macros[name] = value if isinstance(value, Macro) else Macro(name, _define_text(value))
 
     # ------------------------------------------------------------ directives
 

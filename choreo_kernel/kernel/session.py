@@ -71,7 +71,7 @@ class ChoreoSession:
     def run_cell(self, text: str) -> None:
         """Compile a Choreo cell (its `%%choreo` header included, if any), remember it, show it."""
         cell = split_cell(text)
-        filename = f"cell[{self.shell.execution_count}]"
+        filename = f"cell[{running_cell_number(self.shell)}]"
         options = parse_options(cell, filename)
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
@@ -106,17 +106,23 @@ class ChoreoSession:
         return self._auto_target
 
     def _remember(self, module: Module) -> None:
-        """Publish the module's functions to Python and keep its macros for later cells.
-
-        Only object-like macros carry over: the compiler takes earlier definitions as `defines`,
-        which are values, not macros with parameters.
-        """
+        """Publish the module's functions to Python and keep its macros for later cells."""
         macros = preprocess(module.source, DiagnosticSink(), self.macros).macros
-        self.macros = {name: macro.body for name, macro in macros.items() if macro.params is None}
+        self.macros = {name: macro.body if macro.params is None else macro for name, macro in macros.items()}
         functions = {name: CompiledFunction(module, name) for name in module.functions}
         self.functions.update(functions)
         self.module = module
         self.shell.push({**functions, "choreo": module})
+
+
+def running_cell_number(shell: InteractiveShell) -> int:
+    """The In[N] number of the running cell, as the user sees it.
+
+    IPython stores a cell's input in history before running it, but moves `execution_count`
+    on before running from 9.x and after running before that; the history length is right in both.
+    """
+    history = shell.history_manager
+    return len(history.input_hist_raw) - 1 if history is not None else shell.execution_count
 
 
 def show_choreo_error(
