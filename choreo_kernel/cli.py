@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
+
+if TYPE_CHECKING:
+    from choreo_kernel.compiler.driver import Analysis
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -23,6 +27,9 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 TARGETS = ("cuda", "sim")
+
+Runner: TypeAlias = "Callable[[argparse.Namespace], int]"  # a `run_NAME` function: the exit status
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class SourceFileError(Exception):
@@ -68,6 +75,50 @@ def parse_define(text: str) -> tuple[str, object]:
         return name, value
 
 
+def _add_target(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="cuda",
+        help="analyze for this backend; CUDA-only rules are warnings on sim (default: cuda)",
+    )
+
+
+def _add_defines(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        type=parse_define,
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a preprocessor macro, as with a C compiler (repeatable)",
+    )
+
+
+def _command(commands: Subcommands, run: Runner, summary: str, description: str) -> argparse.ArgumentParser:
+    """The subcommand that `run_NAME` runs: NAME, a line for `choreo --help`, its own --help text."""
+    command = commands.add_parser(run.__name__.removeprefix("run_"), help=summary, description=description)
+    command.set_defaults(run=run)
+    return command
+
+
+def _writing_command(
+    commands: Subcommands, run: Runner, summary: str, writes: str
+) -> argparse.ArgumentParser:
+    """A command that compiles FILE and writes one artifact (`writes`) to standard output or `-o OUT`."""
+    command = _command(
+        commands,
+        run,
+        summary,
+        f"Write {writes}. Exit 0 when written, 1 on errors in the source, 2 on a usage or I/O problem.",
+    )
+    command.add_argument("file", metavar="FILE", help="a Choreo source file (.co)")
+    command.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
+    _add_defines(command)
+    return command
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="choreo",
@@ -76,101 +127,57 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {ck.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    check = commands.add_parser(
-        "check",
-        help="report diagnostics (errors and warnings) for Choreo source files",
-        description="Report diagnostics for each FILE. Exit 0 when no file has an error, "
+    check = _command(
+        commands,
+        run_check,
+        "report diagnostics (errors and warnings) for Choreo source files",
+        "Report diagnostics for each FILE. Exit 0 when no file has an error, "
         "1 when any has, 2 on a usage or I/O problem.",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="a Choreo source file (.co)")
-    check.add_argument(
-        "--target",
-        choices=TARGETS,
-        default="cuda",
-        help="analyze for this backend; CUDA-only rules are warnings on sim (default: cuda)",
-    )
-    check.add_argument(
-        "-D",
-        dest="defines",
-        action="append",
-        type=parse_define,
-        default=[],
-        metavar="NAME[=VALUE]",
-        help="define a preprocessor macro, as with a C compiler (repeatable)",
-    )
+    _add_target(check)
+    _add_defines(check)
     check.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
-    check.set_defaults(run=run_check)
 
-    emit = commands.add_parser(
-        "emit",
-        help="write the CUDA C++ that a Choreo source compiles to",
-        description="Write one self-contained CUDA C++ translation unit for FILE (the device header "
-        "inlined): it builds with nvcc -gencode=arch=compute_90a,code=sm_90a -cubin. Exit 0 when "
-        "written, 1 on errors in the source, 2 on a usage or I/O problem.",
+    _writing_command(
+        commands,
+        run_emit,
+        "write the CUDA C++ that a Choreo source compiles to",
+        "one self-contained CUDA C++ translation unit for FILE (the device header inlined): "
+        "it builds with nvcc -gencode=arch=compute_90a,code=sm_90a -cubin",
     )
-    emit.add_argument("file", metavar="FILE", help="a Choreo source file (.co)")
-    emit.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
-    emit.add_argument(
-        "-D",
-        dest="defines",
-        action="append",
-        type=parse_define,
-        default=[],
-        metavar="NAME[=VALUE]",
-        help="define a preprocessor macro, as with a C compiler (repeatable)",
+    graph = _writing_command(
+        commands,
+        run_graph,
+        "draw the future/event dependency graph of a __co__ function",
+        "the dependency graph of one __co__ function of FILE (futures, events, waits, triggers, "
+        "async paths) as Graphviz DOT, SVG or JSON",
     )
-    emit.set_defaults(run=run_emit)
-
-    graph = commands.add_parser(
-        "graph",
-        help="draw the future/event dependency graph of a __co__ function",
-        description="Write the dependency graph of one __co__ function of FILE (futures, events, waits, "
-        "triggers, async paths) as Graphviz DOT, SVG or JSON. Exit 0 when written, 1 on errors in the "
-        "source, 2 on a usage or I/O problem.",
-    )
-    graph.add_argument("file", metavar="FILE", help="a Choreo source file (.co)")
     graph.add_argument("--function", metavar="F", help="the __co__ function (needed when FILE has several)")
     graph.add_argument(
         "--format", choices=("dot", "svg", "json"), default="dot", help="what to write (default: dot)"
     )
-    graph.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
-    graph.add_argument(
-        "--target",
-        choices=TARGETS,
-        default="cuda",
-        help="analyze for this backend; CUDA-only rules are warnings on sim (default: cuda)",
-    )
-    graph.add_argument(
-        "-D",
-        dest="defines",
-        action="append",
-        type=parse_define,
-        default=[],
-        metavar="NAME[=VALUE]",
-        help="define a preprocessor macro, as with a C compiler (repeatable)",
-    )
-    graph.set_defaults(run=run_graph)
+    _add_target(graph)
 
-    install = commands.add_parser(
-        "install",
-        help="install the Choreo Jupyter kernelspec for this Python",
-        description="Install the 'choreo' kernelspec, running this Python, for a Jupyter outside "
+    install = _command(
+        commands,
+        run_install,
+        "install the Choreo Jupyter kernelspec for this Python",
+        "Install the 'choreo' kernelspec, running this Python, for a Jupyter outside "
         "this environment (pip install already adds one to this environment).",
     )
     where = install.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="for the current user only")
     where.add_argument("--sys-prefix", action="store_true", help=f"in this environment ({sys.prefix})")
     where.add_argument("--prefix", metavar="P", help="under P/share/jupyter/kernels")
-    install.set_defaults(run=run_install)
     return parser
 
 
 def _check_one(path: str, target: str, defines: dict[str, object]) -> tuple[int, int] | None:
     """Print the diagnostics of one file; its (errors, warnings), or None if it could not be read."""
     try:
-        source = read_source(path)
-    except SourceFileError as err:
-        print(f"choreo: error: {path}: {err}", file=sys.stderr)
+        source = _source(path)
+    except CommandStopped:
         return None
     try:
         diagnostics: Sequence[Diagnostic] = ck.check(source, defines or None, target=target, filename=path)
@@ -234,64 +241,30 @@ def run_install(args: argparse.Namespace) -> int:
 def run_emit(args: argparse.Namespace) -> int:
     """`choreo emit`: diagnostics as `check` prints them, else the CUDA translation unit."""
     from choreo_kernel.compiler.cuda import emit_program
-    from choreo_kernel.compiler.driver import analyze
 
-    path = args.file
+    source, analysis = _analyzed(args.file, args.defines, "cuda")
     try:
-        source = read_source(path)
-    except SourceFileError as err:
-        print(f"choreo: error: {path}: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    analysis = analyze(source, dict(args.defines) or None, target="cuda")
-    try:
-        if analysis.has_errors:
-            raise ck.ChoreoError(analysis.diagnostics, source, path)
-        cuda = emit_program(analysis, Path(path).name, self_contained=True)
+        cuda = emit_program(analysis, Path(args.file).name, self_contained=True)
     except ck.ChoreoError as err:
-        for diagnostic in err.diagnostics:
-            print(diagnostic.render(source, path))
-        return EXIT_ERRORS
-    if args.output is None:
-        sys.stdout.write(cuda)
-        return EXIT_OK
-    try:
-        Path(args.output).write_text(cuda, encoding="utf-8")
-    except OSError as err:
-        print(f"choreo: error: {args.output}: {err.strerror or err}", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+        raise _errors_in_source(err.diagnostics, source, args.file) from None
+    return _write_output(cuda, args.output)
 
 
 def run_graph(args: argparse.Namespace) -> int:
     """`choreo graph`: diagnostics as `check` prints them when the source has errors, else the graph."""
-    from choreo_kernel.compiler.driver import analyze
     from choreo_kernel.compiler.graph import GraphvizMissing, build_graph
 
     path = args.file
-    try:
-        source = read_source(path)
-    except SourceFileError as err:
-        print(f"choreo: error: {path}: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    analysis = analyze(source, dict(args.defines) or None, target=args.target)
-    if analysis.has_errors:
-        for diagnostic in analysis.diagnostics:
-            print(diagnostic.render(source, path))
-        return EXIT_ERRORS
+    source, analysis = _analyzed(path, args.defines, args.target)
     for warning in analysis.diagnostics:  # on stderr: standard output is the graph
         print(warning.render(source, path), file=sys.stderr)
     functions = list(analysis.functions)
     name = args.function or (functions[0] if len(functions) == 1 else None)
     if not functions:
-        print(f"choreo: error: {path}: has no __co__ function", file=sys.stderr)
-        return EXIT_USAGE
+        raise _usage_error(f"{path}: has no __co__ function")
     if name not in analysis.functions:
         asked = f"no __co__ function '{name}'" if name else "several __co__ functions"
-        print(
-            f"choreo: error: {path}: has {asked}; use --function with one of: {', '.join(functions)}",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        raise _usage_error(f"{path}: has {asked}; use --function with one of: {', '.join(functions)}")
     graph = build_graph(analysis, name)
     if args.format == "json":
         text = graph.to_json() + "\n"
@@ -306,6 +279,45 @@ def run_graph(args: argparse.Namespace) -> int:
     return _write_output(text, args.output)
 
 
+class CommandStopped(Exception):
+    """A command cannot go on; what went wrong is printed already, `status` is the exit code."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _usage_error(message: str) -> CommandStopped:
+    """Print the one `choreo: error: ...` line on stderr; raise the result to exit 2."""
+    print(f"choreo: error: {message}", file=sys.stderr)
+    return CommandStopped(EXIT_USAGE)
+
+
+def _errors_in_source(diagnostics: Sequence[Diagnostic], source: str, path: str) -> CommandStopped:
+    """Print the diagnostics as `check` does; raise the result to exit 1."""
+    for diagnostic in diagnostics:
+        print(diagnostic.render(source, path))
+    return CommandStopped(EXIT_ERRORS)
+
+
+def _source(path: str) -> str:
+    try:
+        return read_source(path)
+    except SourceFileError as err:
+        raise _usage_error(f"{path}: {err}") from None
+
+
+def _analyzed(path: str, defines: list[tuple[str, object]], target: str) -> tuple[str, Analysis]:
+    """The source of `path` and its analysis, for the commands that go on to write something from it."""
+    from choreo_kernel.compiler.driver import analyze
+
+    source = _source(path)
+    analysis = analyze(source, dict(defines) or None, target=target)
+    if analysis.has_errors:
+        raise _errors_in_source(analysis.diagnostics, source, path)
+    return source, analysis
+
+
 def _write_output(text: str, output: str | None) -> int:
     """Write to standard output, or to the file `output` (a problem with it is one line, exit 2)."""
     if output is None:
@@ -314,13 +326,15 @@ def _write_output(text: str, output: str | None) -> int:
     try:
         Path(output).write_text(text, encoding="utf-8")
     except OSError as err:
-        print(f"choreo: error: {output}: {err.strerror or err}", file=sys.stderr)
-        return EXIT_USAGE
+        raise _usage_error(f"{output}: {err.strerror or err}") from None
     return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `choreo` console script and of `python -m choreo_kernel`."""
     args = _build_parser().parse_args(argv)
-    status: int = args.run(args)
+    try:
+        status: int = args.run(args)
+    except CommandStopped as stopped:
+        return stopped.status
     return status

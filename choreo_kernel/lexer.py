@@ -61,63 +61,20 @@ def token_kind(token_type: _TokenType) -> str | None:
     return max(kinds, key=lambda kind: len(TOKEN_KINDS[kind]), default=None)
 
 
-_KEYWORDS = (
-    "__co__",
-    "__to",
-    "after",
-    "break",
-    "by",
-    "call",
-    "continue",
-    "else",
-    "foreach",
-    "if",
-    "in",
-    "return",
-    "trigger",
-    "wait",
-    "where",
-    "while",
-    "with",
+def _words(text: str) -> tuple[str, ...]:
+    """The words of `text`: long word lists read better as one string than one quoted word a line."""
+    return tuple(text.split())
+
+
+_KEYWORDS = _words(
+    "__co__ __to after break by call continue else foreach if in return trigger wait where while with"
 )
-_STORAGE = ("global", "shared", "local", "frag", "mutable")
-_ELEMENT_TYPES = (
-    "f64",
-    "f32",
-    "tf32",
-    "f16",
-    "bf16",
-    "f8_e4m3",
-    "f8_e5m2",
-    "f8",
-    "s64",
-    "u64",
-    "s32",
-    "u32",
-    "s16",
-    "u16",
-    "s8",
-    "u8",
-    "bool",
-    "int",
-    "float",
+_STORAGE = _words("global shared local frag mutable")
+_ELEMENT_TYPES = _words(
+    "f64 f32 tf32 f16 bf16 f8_e4m3 f8_e5m2 f8 s64 u64 s32 u32 s16 u16 s8 u8 bool int float"
 )
-_OTHER_TYPES = ("void", "auto", "event", "mdspan", "ituple")
-_DIRECTIVES = (
-    "define",
-    "undef",
-    "ifdef",
-    "ifndef",
-    "if",
-    "elif",
-    "else",
-    "endif",
-    "include",
-    "pragma",
-    "error",
-    "warning",
-    "line",
-)
+_OTHER_TYPES = _words("void auto event mdspan ituple")
+_DIRECTIVES = _words("define undef ifdef ifndef if elif else endif include pragma error warning line")
 
 # A word the rules single out is whole: `shared_tile` stays a name. A word right
 # after a `.` never reaches them, as the member rule takes `.wait` and `.dma` first.

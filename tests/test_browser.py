@@ -34,30 +34,16 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_path
 from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from programs import BLEND
 
 SCREENSHOT = Path("/tmp/choreo-browser.png")
 EDITOR_SCREENSHOT = Path("/tmp/choreo-browser-editor.png")
 STARTUP_SECONDS = 60
 RUN_SECONDS = 120
 
-# A small elementwise kernel with two async copies, so its graph has futures to show.
-PROGRAM = """\
-// Blend two tiles: w * x + (1 - w) * y, one block per row.
-__co__ f32 [B, 128] blend(f32 [B, 128] x, f32 [B, 128] y, f32 w) {
-  f32 [B, 128] out;
-  parallel b by B : block {
-    fx = dma.copy.async x.chunkat(b, _) => shared;
-    fy = dma.copy.async y.chunkat(b, _) => shared;
-    wait fx, fy;
-    shared f32 [fx.span] res;
-    parallel t by 128 : thread {
-      res.at(0, t) = fx.data.at(0, t) * w + fy.data.at(0, t) * (1.0f - w);
-    }
-    dma.copy res => out.chunkat(b, _);
-  }
-  return out;
-}
-"""
+# A small elementwise kernel with two async copies, so its graph has futures to show; the
+# comment line is there to be highlighted.
+PROGRAM = "// Blend two tiles: w * x + (1 - w) * y, one block per row.\n" + BLEND + "\n"
 
 PYTHON_CELL = """\
 %%python

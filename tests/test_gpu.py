@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from corpus import Program, split_arguments
 from cuda_corpus import PROGRAMS
+from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
 from choreo_kernel.runtime.dtypes import numpy_dtype
@@ -92,29 +93,11 @@ def test_program_matches_its_reference_and_sim(program: Program) -> None:
         assert_close(result, run_on_sim(program), program.tol, "the result against sim")
 
 
-DEADLOCK = """
-__co__ void stuck(f32 [32] x, global f32 [32] out) {
-  parallel b by 1 : block {
-    shared event never;
-    parallel w by 2 : group, l by 32 : thread {
-      inthreads.async (w == 0) {
-        if (x.at(l) > 100.0f) { trigger never; }
-      }
-      inthreads.async (w == 1) {
-        wait never;
-        out.at(l) = x.at(l);
-      }
-    }
-  }
-}
-"""
-
-
 def test_a_never_triggered_event_raises_naming_it() -> None:
-    stuck = ck.compile(DEADLOCK, target="cuda").stuck
+    guarded = ck.compile(GUARDED_TRIGGER, target="cuda").guarded  # no x is large: nothing triggers
     start = time.perf_counter()
-    with pytest.raises(ck.ChoreoError, match=r"stuck\(\).*'never'.*line 10"):
-        stuck(np.zeros(32, np.float32), np.zeros(32, np.float32))
+    with pytest.raises(ck.ChoreoError, match=r"guarded\(\).*'some'.*line 10"):
+        guarded(np.zeros(32, np.float32), np.zeros(32, np.float32))
     assert time.perf_counter() - start < 10
     # The process's CUDA context survives the timeout: the next call runs.
     add = ck.compile(

@@ -13,34 +13,7 @@ import nbformat
 import pytest
 from kernel_driver import KernelDriver
 from nbclient import NotebookClient
-
-ADD = """\
-__co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
-  f32 [M, N] out;
-  parallel {i, j} by [M / 16, N / 16] : block {
-    parallel {x, y} by [16, 16] : thread {
-      out.chunkat(i, j).at(x, y) = a.chunkat(i, j).at(x, y) + b.chunkat(i, j).at(x, y);
-    }
-  }
-  return out;
-}"""
-
-# Two async copies into shared memory: a graph with futures and waits, and CUDA to show.
-BLEND = """\
-__co__ f32 [B, 128] blend(f32 [B, 128] x, f32 [B, 128] y, f32 w) {
-  f32 [B, 128] out;
-  parallel b by B : block {
-    fx = dma.copy.async x.chunkat(b, _) => shared;
-    fy = dma.copy.async y.chunkat(b, _) => shared;
-    wait fx, fy;
-    shared f32 [fx.span] res;
-    parallel t by 128 : thread {
-      res.at(0, t) = fx.data.at(0, t) * w + fy.data.at(0, t) * (1.0f - w);
-    }
-    dma.copy res => out.chunkat(b, _);
-  }
-  return out;
-}"""
+from programs import ADD, BLEND
 
 # 256 threads x 2^24 iterations: far longer than any test waits, on any backend.
 SPIN = """\
@@ -167,22 +140,18 @@ def test_a_bad_option_points_into_the_options_line(kernel: KernelDriver) -> None
     assert "%%choreo --target sim --grpah\n   |                       ^~~~~~~" in run.traceback
 
 
-def test_stop_on_error_aborts_the_queued_cells(kernel: KernelDriver) -> None:
+@pytest.mark.parametrize(("stop_on_error", "queued_status"), [(True, "aborted"), (False, "ok")])
+def test_stop_on_error_decides_whether_queued_cells_run(
+    kernel: KernelDriver, stop_on_error: bool, queued_status: str
+) -> None:
     client = kernel.client
-    failing = client.execute(UNDECLARED)
+    failing = client.execute(UNDECLARED, stop_on_error=stop_on_error)
     queued = client.execute("%%python\nprint('ran')")
     replies = {}
     while len(replies) < 2:
         reply = client.get_shell_msg(timeout=60)
         replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
-    assert replies == {failing: "error", queued: "aborted"}
-    failing = client.execute(UNDECLARED, stop_on_error=False)
-    queued = client.execute("%%python\nprint('ran')")
-    replies = {}
-    while len(replies) < 2:
-        reply = client.get_shell_msg(timeout=60)
-        replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
-    assert replies == {failing: "error", queued: "ok"}
+    assert replies == {failing: "error", queued: queued_status}
 
 
 def test_graph_bundle_has_svg_and_dot(kernel: KernelDriver) -> None:

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 import jupyter_kernel_test
 from jupyter_client.kernelspec import find_kernel_specs
+from programs import ADD
 
 assert "choreo" in find_kernel_specs(), "the 'choreo' kernelspec is not installed: run `pip install -e .`"
-
-ADD = """\
-__co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
-  f32 [M, N] out;
-  parallel {i, j} by [M / 16, N / 16] : block {
-    parallel {x, y} by [16, 16] : thread {
-      out.chunkat(i, j).at(x, y) = a.chunkat(i, j).at(x, y) + b.chunkat(i, j).at(x, y);
-    }
-  }
-  return out;
-}"""
 
 
 class ChoreoKernelTests(jupyter_kernel_test.KernelTests):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus import ALL_TARGETS, Program, error_diagnostics, parse_program, per_target
+from corpus import ALL_TARGETS, CONFORMANCE, Program, error_diagnostics, parse_program, per_target
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import DiagnosticSink
@@ -148,33 +148,14 @@ def test_cuda_only_rule_is_a_warning_on_sim(name: str) -> None:
 
 
 def test_trigger_after_dma_is_error_on_cuda_warning_on_sim() -> None:
-    source = """\
-__co__ f32 [B, 64] fold(f32 [B, 64] x) {
-  f32 [B, 64] out;
-  parallel b by B : block {
-    shared f32 [64] tile;
-    shared event landed;
-    parallel g by 2 : group, l by 32 : thread {
-      inthreads.async (g == 0 && l == 0) {
-        f = dma.copy.async x.at(b) => tile;
-        trigger landed after f;
-      }
-      inthreads.async (g == 1) {
-        wait landed;
-        out.at(b, l) = tile.at(l) + tile.at(l + 32);
-        out.at(b, l + 32) = tile.at(l) - tile.at(l + 32);
-      }
-    }
-  }
-  return out;
-}
-"""
-    line = _line_of(source, "trigger landed after f;")
+    program = parse_program(CONFORMANCE / "invalid" / "trigger_after_dma_cuda.co")
+    source, line, name = program.source, program.error_line, program.name
+    assert line == _line_of(source, "trigger loaded after f;")
     cuda = _check(source, "cuda")
-    assert [d.line for d in error_diagnostics(cuda)] == [line], _shown(source, "<test>", cuda)
+    assert [d.line for d in error_diagnostics(cuda)] == [line], _shown(source, name, cuda)
     sim = _check(source, "sim")
-    assert not error_diagnostics(sim), _shown(source, "<test>", sim)
-    assert any(w.line == line for w in _warnings(sim)), _shown(source, "<test>", sim)
+    assert not error_diagnostics(sim), _shown(source, name, sim)
+    assert any(w.line == line for w in _warnings(sim)), _shown(source, name, sim)
     # The default target is cuda (12.10).
     assert [d.line for d in error_diagnostics(ck.check(source))] == [line]
 

@@ -26,6 +26,7 @@ from corpus import Program, load, parse_call
 from generators import make_arguments, relative_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.driver import analyze
@@ -465,23 +466,6 @@ __co__ s32 [64] expr(s32 [64] a, s32 [64] b) {{
     b = rng.integers(-100, 100, 64).astype(np.int32)
     out = _run(source, a, b)
     assert out.tolist() == [reference(int(x), int(y), i) for i, (x, y) in enumerate(zip(a, b))], text
-
-
-GUARDED_TRIGGER = """
-__co__ void guarded(f32 [32] x, global f32 [32] out) {
-  parallel b by 1 : block {
-    shared event some;
-    parallel w by 2 : group, l by 32 : thread {
-      inthreads.async (w == 0) {
-        if (x.at(l) > 100.0f) { trigger some; }
-      }
-      inthreads.async (w == 1) {
-        wait some;
-        out.at(l) = x.at(l);
-      }
-    }
-  }
-}"""
 
 
 def test_data_dependent_if_does_not_reduce_the_arrival_count() -> None:

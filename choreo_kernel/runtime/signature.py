@@ -12,6 +12,7 @@ from typing import Any
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.diagnostics import ChoreoError
+from choreo_kernel.compiler.source_text import expression, expressions
 from choreo_kernel.runtime.dtypes import element_type_of
 
 _C_INT_OPS = {
@@ -53,19 +54,7 @@ def _describe(param: ast.Param) -> str:
     ref = param.type
     if ref.shape is None:
         return f"{ref.name} {param.name}"
-    return f"{ref.name} [{', '.join(_dim_text(d) for d in ref.shape)}] {param.name}"
-
-
-def _dim_text(dim: ast.Expr) -> str:
-    if isinstance(dim, ast.IntLiteral):
-        return str(dim.value)
-    if isinstance(dim, ast.Name):
-        return dim.id
-    if isinstance(dim, ast.Paren):
-        return f"({_dim_text(dim.inner)})"
-    if isinstance(dim, ast.Binary):
-        return f"{_dim_text(dim.left)} {dim.op} {_dim_text(dim.right)}"
-    return "?"
+    return f"{ref.name} [{expressions(ref.shape)}] {param.name}"
 
 
 def _check_scalar(function: ast.Function, param: ast.Param, value: Any) -> None:
@@ -114,7 +103,7 @@ def _check_array(function: ast.Function, param: ast.Param, value: Any, dims: dic
         expected = _evaluate(dim, dims)
         if expected is not None and expected != size:
             raise ChoreoError.simple(
-                f"{where}: dimension {axis} ({_dim_text(dim)}) must be {expected}"
+                f"{where}: dimension {axis} ({expression(dim)}) must be {expected}"
                 f"{_binding_hint(dim, dims)}, got {size}"
             )
 

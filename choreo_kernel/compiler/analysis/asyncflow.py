@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.arrivals import direct_arrivals
+from choreo_kernel.compiler.analysis.flow import ForwardFlow
 from choreo_kernel.compiler.analysis.levels import const_int
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
+from choreo_kernel.compiler.source_text import expression, expressions
 
 PENDING = "pending"  # issued, not yet consumed
 USED = "used"  # issued and named in an `after` clause: consumed for the never-consumed rule
@@ -53,7 +55,7 @@ class EventUse:
     loops: tuple[ast.Stmt, ...]
 
 
-class AsyncFlow:
+class AsyncFlow(ForwardFlow[State]):
     def __init__(self, info: FunctionInfo, sink: DiagnosticSink, target: str) -> None:
         self.info = info
         self.sink = sink
@@ -113,7 +115,7 @@ class AsyncFlow:
                 self._check_ring_use(use)
             elif use.form == "index" and event in ring_events:
                 self.sink.error(
-                    f"'{expr_text(use.expr)}' indexes a physical slot of '{event.name}', but '{event.name}' is a "
+                    f"'{expression(use.expr)}' indexes a physical slot of '{event.name}', but '{event.name}' is a "
                     f"ring used with '.at(order)' elsewhere: '[i]' is a physical slot and '.at(order)' a logical "
                     f"order (slot order % N, phase (order / N) % 2); write '{event.name}.at(...)' here too",
                     use.expr.span,
@@ -180,7 +182,7 @@ class AsyncFlow:
         size = dims[0]
         if isinstance(order, ast.Binary) and order.op == "%" and const_int(order.right) == size:
             self.sink.error(
-                f"'{expr_text(use.expr)}' reduces the order modulo the ring size {size}, which discards the "
+                f"'{expression(use.expr)}' reduces the order modulo the ring size {size}, which discards the "
                 f"phase: pass the order itself (slot and phase are derived from it) or keep it modulo "
                 f"{2 * size} (2N)",
                 order.span,
@@ -265,18 +267,15 @@ class AsyncFlow:
     # ------------------------------------------------------------ future flow
 
     def _block(self, statements: Sequence[ast.Stmt], state: State) -> State:
+        """A scope: the futures it declares and leaves unconsumed are reported as it ends."""
         state = dict(state)
         before = set(state)
-        for stmt in statements:
-            state = self._statement(stmt, state)
+        state = super()._block(statements, state)
         for symbol in [s for s in state if s not in before]:
             self._report_unconsumed(state.pop(symbol))
         return state
 
-    def _body(self, stmt: ast.Stmt, state: State) -> State:
-        return self._block(stmt.body if isinstance(stmt, ast.Block) else (stmt,), state)
-
-    def _statement(self, stmt: ast.Stmt, state: State) -> State:
+    def _simple(self, stmt: ast.Stmt, state: State) -> State:
         if isinstance(stmt, ast.OperationStmt):
             return self._operation(stmt, state)
         if isinstance(stmt, ast.Wait):
@@ -289,23 +288,16 @@ class AsyncFlow:
             return self._trigger(stmt, state)
         if isinstance(stmt, ast.ExprStmt):
             return self._rotate(stmt.expr, state)
-        if isinstance(stmt, ast.If):
-            then = self._body(stmt.then, state)
-            otherwise = self._body(stmt.otherwise, state) if stmt.otherwise is not None else state
-            return _join(then, otherwise)
-        if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
-            # Walked twice, so loop-carried states meet the body; a loop is taken to run at least once,
-            # so a future made before it and consumed in it is not reported for the zero-trip path.
-            first = self._body(stmt.body, state)
-            second = self._body(stmt.body, _join(state, first))
-            return _join(first, second)
-        if isinstance(stmt, (ast.Parallel, ast.InThreads, ast.With)):
-            return self._body(stmt.body, state)
-        if isinstance(stmt, ast.Block):
-            return self._block(stmt.body, state)
-        if isinstance(stmt, ast.Unsupported) and stmt.inner is not None:
-            return self._statement(stmt.inner, state)
         return state
+
+    def _copy(self, state: State) -> State:
+        return dict(state)
+
+    def _join(self, a: State, b: State) -> State:
+        joined = dict(a)
+        for symbol, facts in b.items():
+            joined[symbol] = joined.get(symbol, frozenset()) | facts
+        return joined
 
     def _future_symbol(self, expr: ast.Expr) -> Symbol | None:
         symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
@@ -393,7 +385,7 @@ class AsyncFlow:
     def _trigger(self, stmt: ast.Trigger, state: State) -> State:
         if not stmt.after:
             return state
-        names = ", ".join(expr_text(t) for t in stmt.targets)
+        names = expressions(stmt.targets)
         if len(stmt.targets) > 1:
             self.sink.error(
                 f"'trigger {names} after ...' binds several events; a future is published once: bind one event "
@@ -404,11 +396,11 @@ class AsyncFlow:
             use = self._event_use(target, stmt, True, ())
             if use is not None and isinstance(use.event.value, Event) and use.event.value.storage != "shared":
                 self.sink.error(
-                    f"'trigger {expr_text(target)} after ...': '{use.event.name}' is a {use.event.value.storage} "
+                    f"'trigger {expression(target)} after ...': '{use.event.name}' is a {use.event.value.storage} "
                     "event, but an operation's completion can only be bound to one shared event",
                     target.span,
                 )
-        event = expr_text(stmt.targets[0])
+        event = expression(stmt.targets[0])
         for item in stmt.after:
             symbol = self._future_symbol(item)
             if symbol is None:
@@ -489,13 +481,6 @@ class AsyncFlow:
             assert symbol is not None
             state[symbol] = new
         return state
-
-
-def _join(a: State, b: State) -> State:
-    joined = dict(a)
-    for symbol, facts in b.items():
-        joined[symbol] = joined.get(symbol, frozenset()) | facts
-    return joined
 
 
 def _trip_count(loop: ast.Stmt) -> int | None:

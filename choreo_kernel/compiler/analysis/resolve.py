@@ -46,6 +46,7 @@ from choreo_kernel.compiler.analysis.values import (
     shape_text,
 )
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
+from choreo_kernel.compiler.source_text import expression, expressions
 
 MATH_BUILTINS = ("__exp", "__log", "__sqrt", "__rsqrt", "__max", "__min", "__abs", "__tanh")
 FUTURE_BUILTINS = ("swap", "rotate")
@@ -634,19 +635,23 @@ class Resolver:
             value = self._expr(target)
             if not isinstance(value, (Future, Event, EventSlot, Unknown)):
                 self.error(
-                    f"'wait' takes futures and events; '{_text(target)}' is {value.describe()}", target.span
+                    f"'wait' takes futures and events; '{expression(target)}' is {value.describe()}",
+                    target.span,
                 )
 
     def _stmt_Trigger(self, stmt: ast.Trigger, context: Context) -> None:
         for target in stmt.targets:
             value = self._expr(target)
             if not isinstance(value, (Event, EventSlot, Unknown)):
-                self.error(f"'trigger' takes events; '{_text(target)}' is {value.describe()}", target.span)
+                self.error(
+                    f"'trigger' takes events; '{expression(target)}' is {value.describe()}", target.span
+                )
         for item in stmt.after:
             value = self._expr(item)
             if not isinstance(value, (Future, Unknown)):
                 self.error(
-                    f"'trigger ... after' binds futures; '{_text(item)}' is {value.describe()}", item.span
+                    f"'trigger ... after' binds futures; '{expression(item)}' is {value.describe()}",
+                    item.span,
                 )
 
     # ---- operations
@@ -691,7 +696,8 @@ class Resolver:
             value = self._expr(item)
             if not isinstance(value, (Future, Unknown)):
                 self.error(
-                    f"'after' orders a copy after a future; '{_text(item)}' is {value.describe()}", item.span
+                    f"'after' orders a copy after a future; '{expression(item)}' is {value.describe()}",
+                    item.span,
                 )
             self.info.value_of[id(item)] = value
 
@@ -1173,29 +1179,29 @@ class Resolver:
         if isinstance(base, BufferArray):
             if len(expr.indices) != len(base.counts):
                 self.error(
-                    f"buffer array '{_text(expr.value)}' has {len(base.counts)} dimension(s), indexed with "
+                    f"buffer array '{expression(expr.value)}' has {len(base.counts)} dimension(s), indexed with "
                     f"{len(expr.indices)}",
                     expr.span,
                 )
             for index, count in zip(expr.indices, base.counts):
-                self._check_index(index, count, f"the slots of '{_text(expr.value)}'")
+                self._check_index(index, count, f"the slots of '{expression(expr.value)}'")
             return base.element
         if isinstance(base, Event):
             for index, count in zip(expr.indices, base.dims):
-                self._check_index(index, count, f"the slots of event '{_text(expr.value)}'")
+                self._check_index(index, count, f"the slots of event '{expression(expr.value)}'")
             if not base.dims:
-                self.error(f"'{_text(expr.value)}' is a single event, not an event array", expr.span)
+                self.error(f"'{expression(expr.value)}' is a single event, not an event array", expr.span)
             root = expr.value
             while isinstance(root, ast.Index):
                 root = root.value
-            slot = EventSlot(_text(root), "index")
+            slot = EventSlot(expression(root), "index")
             self.info.value_of[id(expr)] = slot
             return slot
         if isinstance(base, Shape):
             return self._derive_shape(base, expr)
         if isinstance(base, Data):
             # x[i][j]: element access, written the C way.
-            return self._at(base, expr.indices, expr, _text(expr.value))
+            return self._at(base, expr.indices, expr, expression(expr.value))
         if not isinstance(base, Unknown):
             self.error(f"{base.describe()} cannot be indexed with [...]", expr.span)
         return UNKNOWN
@@ -1274,7 +1280,7 @@ class Resolver:
                 else "use its accumulator instead"
             )
             self.error(
-                f"'{_text(expr.value)}.{name}': '{_text(expr.value)}' is an MMA operation future, and operation "
+                f"'{expression(expr.value)}.{name}': '{expression(expr.value)}' is an MMA operation future, and operation "
                 f"futures own no buffer and have no .data or .span; {use}",
                 expr.span,
             )
@@ -1307,7 +1313,7 @@ class Resolver:
             return UNKNOWN
         for arg in args:
             self._int_expr(arg, "a ring order")
-        slot = EventSlot(_text(expr.value), "at")
+        slot = EventSlot(expression(expr.value), "at")
         self.info.value_of[id(expr)] = slot
         return slot
 
@@ -1361,7 +1367,7 @@ class Resolver:
                     self.error(f"tile extent {size} does not fit dimension of extent {dim}", arg.span)
             return Tiling(data, sizes, sizes, name)
         if name == "at":
-            return self._at(data, args, expr, _text(expr.value))
+            return self._at(data, args, expr, expression(expr.value))
         if name == "view":
             if not self._rank_check(data, args, expr, name):
                 return UNKNOWN
@@ -1436,9 +1442,9 @@ class Resolver:
         if isinstance(value, Scalar) and value.const is not None:
             return value.const
         if isinstance(value, Bounded):
-            return _text(expr)
+            return expression(expr)
         if isinstance(value, Scalar) and value.type in INT_TYPES:
-            return _text(expr)
+            return expression(expr)
         if not isinstance(value, Unknown):
             self.error(f"a dimension must be an integer, got {value.describe()}", expr.span)
         return "?"
@@ -1505,34 +1511,7 @@ def _known_count_mismatch(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
     return False
 
 
-def _text(expr: ast.Expr) -> str:
-    """Short source-like text of an expression, for messages."""
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.IntLiteral):
-        return str(expr.value)
-    if isinstance(expr, ast.Member):
-        return f"{_text(expr.value)}.{expr.name}"
-    if isinstance(expr, ast.Method):
-        return f"{_text(expr.value)}.{expr.name}({', '.join(_text(a) for a in expr.args)})"
-    if isinstance(expr, ast.Index):
-        return f"{_text(expr.value)}[{', '.join(_text(i) for i in expr.indices)}]"
-    if isinstance(expr, ast.Binary):
-        return f"{_text(expr.left)} {expr.op} {_text(expr.right)}"
-    if isinstance(expr, ast.Paren):
-        return f"({_text(expr.inner)})"
-    if isinstance(expr, ast.Call):
-        return f"{_text(expr.callee)}({', '.join(_text(a) for a in expr.args)})"
-    if isinstance(expr, ast.Unary):
-        return f"{expr.op}{_text(expr.operand)}"
-    return "..."
-
-
-def expr_text(expr: ast.Expr) -> str:
-    return _text(expr)
-
-
 def _type_ref_text(ref: ast.TypeRef) -> str:
     if ref.shape is None:
         return ref.name
-    return f"{ref.name} [{', '.join(_text(d) if not isinstance(d, ast.AnyDim) else '?' for d in ref.shape)}]"
+    return f"{ref.name} [{expressions(ref.shape)}]"

@@ -1,61 +1,16 @@
 """Choreo source text of statements, for the `// line N: ...` comments of the emitted CUDA.
 
 The lowering sees the syntax tree, not the user's text, so each comment is printed back from
-the tree: the same statement with macros expanded. Parentheses the user wrote are tree nodes
-(`ast.Paren`), so printing each node plainly keeps the meaning.
+the tree: the same statement with macros expanded. Expressions print as everywhere else
+(`compiler.source_text`); `expression` is re-exported for the lowering's own messages.
 """
 
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.source_text import expression, expressions, operation_name
 
-
-def expression(expr: ast.Expr) -> str:
-    """The source text of an expression."""
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.IntLiteral):
-        return f"{expr.value}{'u' if expr.unsigned else ''}"
-    if isinstance(expr, ast.FloatLiteral):
-        return f"{expr.value!r}{'f' if expr.single else ''}"
-    if isinstance(expr, ast.BoolLiteral):
-        return "true" if expr.value else "false"
-    if isinstance(expr, ast.StringLiteral):
-        return repr(expr.value)
-    if isinstance(expr, ast.Binary):
-        return f"{expression(expr.left)} {expr.op} {expression(expr.right)}"
-    if isinstance(expr, ast.Unary):
-        return f"{expr.op}{expression(expr.operand)}"
-    if isinstance(expr, ast.IncDec):
-        operand = expression(expr.operand)
-        return f"{expr.op}{operand}" if expr.prefix else f"{operand}{expr.op}"
-    if isinstance(expr, ast.Ternary):
-        return f"{expression(expr.condition)} ? {expression(expr.then)} : {expression(expr.otherwise)}"
-    if isinstance(expr, ast.Paren):
-        return f"({expression(expr.inner)})"
-    if isinstance(expr, ast.Call):
-        return f"{expression(expr.callee)}({_list(expr.args)})"
-    if isinstance(expr, ast.Member):
-        return f"{expression(expr.value)}.{expr.name}"
-    if isinstance(expr, ast.Method):
-        return f"{expression(expr.value)}.{expr.name}({_list(expr.args)})"
-    if isinstance(expr, ast.Index):
-        return f"{expression(expr.value)}[{_list(expr.indices)}]"
-    if isinstance(expr, ast.TupleLiteral):
-        return f"{{{_list(expr.items)}}}"
-    if isinstance(expr, ast.ListLiteral):
-        return f"[{_list(expr.items)}]"
-    if isinstance(expr, ast.ElementCount):
-        return f"|{expression(expr.operand)}|"
-    if isinstance(expr, ast.TypeSize):
-        return f"|{expr.type_name}|"
-    if isinstance(expr, ast.Cast):
-        return f"({expr.type_name}){expression(expr.operand)}"
-    return "?"
-
-
-def _list(items: tuple[ast.Expr, ...]) -> str:
-    return ", ".join(expression(item) for item in items)
+__all__ = ["expression", "operation", "statement"]
 
 
 def _variables(variables: ast.BoundVars) -> str:
@@ -65,17 +20,14 @@ def _variables(variables: ast.BoundVars) -> str:
 
 
 def operation(op: ast.Operation) -> str:
-    words = [op.family]
-    for qualifier in op.qualifiers:
-        argument = op.template_args.get(qualifier)
-        words.append(f"{qualifier}<{argument}>" if argument is not None else qualifier)
-    text = ".".join(words)
+    """An operation with its operands, destination and `after` list."""
+    text = operation_name(op)
     if op.args:
-        text += " " + _list(op.args)
+        text += " " + expressions(op.args)
     if op.destination is not None:
         text += f" => {expression(op.destination)}"
     if op.after:
-        text += f" after {_list(op.after)}"
+        text += f" after {expressions(op.after)}"
     return text
 
 
@@ -91,22 +43,22 @@ def statement(stmt: ast.Stmt) -> str:
     if isinstance(stmt, ast.With):
         bindings = ", ".join(f"{_variables(b.variables)} in {expression(b.extent)}" for b in stmt.bindings)
         return f"with {bindings}"
-    if isinstance(stmt, ast.If):
-        return f"if ({expression(stmt.condition)})"
-    if isinstance(stmt, ast.While):
-        return f"while ({expression(stmt.condition)})"
-    if isinstance(stmt, ast.InThreads):
-        return f"inthreads{'.async' if stmt.is_async else ''} ({expression(stmt.condition)})"
+    if isinstance(stmt, (ast.If, ast.While, ast.InThreads)):
+        return f"{_conditional_keyword(stmt)} ({expression(stmt.condition)})"
     return _simple(stmt) + ";"
+
+
+def _conditional_keyword(stmt: ast.If | ast.While | ast.InThreads) -> str:
+    if isinstance(stmt, ast.InThreads):
+        return "inthreads.async" if stmt.is_async else "inthreads"
+    return "if" if isinstance(stmt, ast.If) else "while"
 
 
 def _simple(stmt: ast.Stmt) -> str:
     if isinstance(stmt, ast.BufferDecl):
-        head = (
-            f"{stmt.storage + ' ' if stmt.storage else ''}{stmt.elem_type} [{_list(stmt.shape)}] {stmt.name}"
-        )
+        head = f"{stmt.storage + ' ' if stmt.storage else ''}{stmt.elem_type} [{expressions(stmt.shape)}] {stmt.name}"
         head += "".join(f"[{expression(d)}]" for d in stmt.array_dims)
-        return head + (f" {{{_list(stmt.init)}}}" if stmt.init is not None else "")
+        return head + (f" {{{expressions(stmt.init)}}}" if stmt.init is not None else "")
     if isinstance(stmt, ast.ScalarDecl):
         words = [
             w for w in ("mutable" if stmt.mutable else "", stmt.storage or "", stmt.type_name or "") if w
@@ -117,18 +69,17 @@ def _simple(stmt: ast.Stmt) -> str:
         count = f"<{stmt.arrival_count}>" if stmt.arrival_count is not None else ""
         dims = "".join(f"[{expression(d)}]" for d in stmt.dims)
         return f"{stmt.storage or 'shared'} event{count} {stmt.name}{dims}{' = ready' if stmt.ready else ''}"
-    if isinstance(stmt, ast.ShapeDecl):
-        return f"{stmt.name} : {expression(stmt.value)}"
-    if isinstance(stmt, ast.TupleDecl):
-        return f"{stmt.name} = {expression(stmt.value)}"
+    if isinstance(stmt, (ast.ShapeDecl, ast.TupleDecl)):
+        binder = ":" if isinstance(stmt, ast.ShapeDecl) else "="
+        return f"{stmt.name} {binder} {expression(stmt.value)}"
     if isinstance(stmt, ast.OperationStmt):
         prefix = f"{stmt.result.id} = " if stmt.result is not None else ""
         return prefix + operation(stmt.operation)
     if isinstance(stmt, ast.Wait):
-        return f"wait {_list(stmt.targets)}"
+        return f"wait {expressions(stmt.targets)}"
     if isinstance(stmt, ast.Trigger):
-        after = f" after {_list(stmt.after)}" if stmt.after else ""
-        return f"trigger {_list(stmt.targets)}{after}"
+        after = f" after {expressions(stmt.after)}" if stmt.after else ""
+        return f"trigger {expressions(stmt.targets)}{after}"
     if isinstance(stmt, ast.Sync):
         return f"sync.{stmt.kind}"
     if isinstance(stmt, ast.Assign):

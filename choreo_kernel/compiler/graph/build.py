@@ -21,7 +21,7 @@ from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.graph import model
 from choreo_kernel.compiler.graph.handoff import find_handoffs, is_rotation, written_expr
 from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Graph, Node
-from choreo_kernel.compiler.graph.text import expr_source, operation_source, order_value
+from choreo_kernel.compiler.source_text import expression, expressions, operation_name
 
 if TYPE_CHECKING:
     from choreo_kernel.compiler.driver import Analysis
@@ -84,16 +84,31 @@ class _Builder:
 
     def _node(self, kind: str, title: str, span: Span, at: _Position, **attributes: Attribute) -> Node:
         node_id = self._unique(f"{kind}@{span.line}:{span.column}")
-        node = Node(node_id, kind, title, span, at.cluster, at.path, at.loops, at.guarded, dict(attributes))
+        node = Node(
+            id=node_id,
+            kind=kind,
+            title=title,
+            span=span,
+            cluster=at.cluster,
+            path=at.path,
+            loops=at.loops,
+            guarded=at.guarded,
+            attributes=dict(attributes),
+        )
         self.graph.nodes.append(node)
         return node
 
     def _edge(self, source: str, target: str, kind: str, span: Span, **attributes: Attribute) -> None:
-        self.graph.edges.append(Edge(source, target, kind, span, dict(attributes)))
+        self.graph.edges.append(
+            Edge(source=source, target=target, kind=kind, span=span, attributes=dict(attributes))
+        )
 
     def _cluster(self, kind: str, title: str, span: Span, at: _Position, **attributes: Attribute) -> str:
         cluster_id = self._unique(f"cluster_{kind}_{span.line}_{span.column}")
-        self.graph.clusters.append(Cluster(cluster_id, kind, title, span, at.cluster, dict(attributes)))
+        cluster = Cluster(
+            id=cluster_id, kind=kind, title=title, span=span, parent=at.cluster, attributes=dict(attributes)
+        )
+        self.graph.clusters.append(cluster)
         return cluster_id
 
     def _step(self, node: Node, last: Last) -> Last:
@@ -118,8 +133,8 @@ class _Builder:
         if isinstance(stmt, ast.Parallel):
             return self._parallel(stmt, at, last)
         if isinstance(stmt, ast.InThreads) and stmt.is_async:
-            title = f"inthreads.async ({expr_source(stmt.condition)})"
-            cluster = self._cluster(model.PATH, title, stmt.span, at, predicate=expr_source(stmt.condition))
+            title = f"inthreads.async ({expression(stmt.condition)})"
+            cluster = self._cluster(model.PATH, title, stmt.span, at, predicate=expression(stmt.condition))
             self._body(stmt.body, replace(at, cluster=cluster, path=cluster, guarded=False), last)
             return last  # an independent path: the enclosing one does not wait for it
         if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
@@ -159,13 +174,13 @@ class _Builder:
     def _loop(self, stmt: ast.Foreach | ast.ForeachRange | ast.While, at: _Position, last: Last) -> Last:
         extent: str | None = None
         if isinstance(stmt, ast.Foreach):
-            extent = expr_source(stmt.extent)
+            extent = expression(stmt.extent)
             names = ", ".join(name.id for name in stmt.variables.names)
             title = f"foreach {{{names}}} in {extent}"
         elif isinstance(stmt, ast.ForeachRange):
             title = "foreach " + ", ".join(_range_text(item) for item in stmt.items)
         else:
-            title = f"while ({expr_source(stmt.condition)})"
+            title = f"while ({expression(stmt.condition)})"
         cluster = self._cluster(model.LOOP, title, stmt.span, at, extent=extent)
         inner = replace(at, cluster=cluster, loops=(*at.loops, cluster), guarded=False)
         return self._body(stmt.body, inner, last)
@@ -204,13 +219,13 @@ class _Builder:
         kind = info.kind if info is not None else f"mma-{words[0]}" if words else operation.family
         node = self._node(
             model.OPERATION,
-            operation_source(operation),
+            operation_name(operation),
             stmt.span,
             at,
             operation=kind,
             is_async=operation.is_async,
-            operands=[expr_source(arg) for arg in operation.args],
-            destination=expr_source(written) if written is not None else None,
+            operands=[expression(arg) for arg in operation.args],
+            destination=expression(written) if written is not None else None,
             future=stmt.result.id if stmt.result is not None else None,
         )
         self.node_of[id(stmt)] = node.id
@@ -238,7 +253,7 @@ class _Builder:
         return node.id
 
     def _wait(self, stmt: ast.Wait, at: _Position, last: Last) -> Last:
-        title = "wait " + ", ".join(expr_source(target) for target in stmt.targets)
+        title = "wait " + expressions(stmt.targets)
         node = self._node(model.WAIT, title, stmt.span, at)
         self.node_of[id(stmt)] = node.id
         for target in stmt.targets:
@@ -253,9 +268,9 @@ class _Builder:
         return self._step(node, last)
 
     def _trigger(self, stmt: ast.Trigger, at: _Position, last: Last) -> Last:
-        title = "trigger " + ", ".join(expr_source(target) for target in stmt.targets)
+        title = "trigger " + expressions(stmt.targets)
         if stmt.after:
-            title += " after " + ", ".join(expr_source(item) for item in stmt.after)
+            title += " after " + expressions(stmt.after)
         node = self._node(model.TRIGGER, title, stmt.span, at, bound=bool(stmt.after))
         self.node_of[id(stmt)] = node.id
         for item in stmt.after:
@@ -277,7 +292,7 @@ class _Builder:
         return self._step(node, last)
 
     def _swap(self, stmt: ast.ExprStmt, call: ast.Call, at: _Position, last: Last) -> Last:
-        node = self._node(model.SWAP, expr_source(call), stmt.span, at)
+        node = self._node(model.SWAP, expression(call), stmt.span, at)
         self.node_of[id(stmt)] = node.id
         for arg in call.args:
             future = self._future_of(arg)
@@ -372,20 +387,28 @@ class _Builder:
 
 def _event_use(event: Symbol, target: ast.Expr) -> dict[str, Attribute]:
     """How a wait or trigger names its event; a ring use carries its slot and phase formulas."""
-    attributes: dict[str, Attribute] = {"event": event.name, "use": expr_source(target), "form": "plain"}
+    attributes: dict[str, Attribute] = {"event": event.name, "use": expression(target), "form": "plain"}
     if isinstance(target, ast.Method) and target.name == "at" and len(target.args) == 1:
         assert isinstance(event.value, Event)
         size = event.value.dims[0] if event.value.dims else "?"
-        order = order_value(target.args[0])
+        order = _order_value(target.args[0])
         attributes |= {
             "form": "at",
-            "order": expr_source(target.args[0]),
+            "order": expression(target.args[0]),
             "slot": f"{order} % {size}",
             "phase": f"({order} / {size}) % 2",
         }
     elif isinstance(target, ast.Index):
-        attributes |= {"form": "index", "index": ", ".join(expr_source(i) for i in target.indices)}
+        attributes |= {"form": "index", "index": expressions(target.indices)}
     return attributes
+
+
+def _order_value(order: ast.Expr) -> str:
+    """The value an event order stands for: `issued++` selects with `issued` (C post-increment)."""
+    if isinstance(order, ast.IncDec):
+        order = order.operand
+    text = expression(order)
+    return f"({text})" if isinstance(order, (ast.Binary, ast.Ternary)) else text
 
 
 def _clause_text(clause: ast.ParallelClause) -> str:
@@ -395,14 +418,14 @@ def _clause_text(clause: ast.ParallelClause) -> str:
         listed = ", ".join(name.id for name in variables.names)
         names = f"{{{listed}}} " if variables.braced or len(variables.names) > 1 else f"{listed} "
     level = f" : {clause.level}" if clause.level else ""
-    return f"{names}by {expr_source(clause.count)}{level}"
+    return f"{names}by {expression(clause.count)}{level}"
 
 
 def _range_text(item: ast.RangeItem) -> str:
     if not item.sliced:
         return item.name.id
-    start, stop = (expr_source(part) if part is not None else "" for part in (item.start, item.stop))
-    step = f":{expr_source(item.step)}" if item.step is not None else ""
+    start, stop = (expression(part) if part is not None else "" for part in (item.start, item.stop))
+    step = f":{expression(item.step)}" if item.step is not None else ""
     return f"{item.name.id}({start}:{stop}{step})"
 
 

@@ -18,10 +18,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.flow import ForwardFlow
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
-from choreo_kernel.compiler.graph.text import expr_source
+from choreo_kernel.compiler.source_text import expression, expressions
 
 IN_ORDER = "in order"  # a synchronous write, read later on the same path
 
@@ -76,7 +77,7 @@ def find_handoffs(info: FunctionInfo) -> list[HandOff]:
     return _HandOffs(info).run()
 
 
-class _HandOffs:
+class _HandOffs(ForwardFlow[_State]):
     def __init__(self, info: FunctionInfo) -> None:
         self.info = info
         self.writes: dict[int, Write] = {}  # id(OperationStmt) -> what it writes
@@ -121,15 +122,7 @@ class _HandOffs:
 
     # ------------------------------------------------------------------ flow
 
-    def _block(self, statements: Sequence[ast.Stmt], state: _State) -> _State:
-        for stmt in statements:
-            state = self._statement(stmt, state)
-        return state
-
-    def _body(self, body: ast.Stmt, state: _State) -> _State:
-        return self._block(body.body if isinstance(body, ast.Block) else (body,), state)
-
-    def _statement(self, stmt: ast.Stmt, state: _State) -> _State:
+    def _simple(self, stmt: ast.Stmt, state: _State) -> _State:
         if isinstance(stmt, ast.OperationStmt):
             return self._operation(stmt, state)
         if isinstance(stmt, ast.Wait):
@@ -139,32 +132,32 @@ class _HandOffs:
             return state
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
             return self._rotate(stmt.expr, state)
-        if isinstance(stmt, ast.If):
-            self._reads(stmt, (stmt.condition,), state)
-            then = self._body(stmt.then, state.copy())
-            otherwise = self._body(stmt.otherwise, state.copy()) if stmt.otherwise is not None else state
-            return _join(then, otherwise)
-        if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
-            if isinstance(stmt, ast.While):
-                self._reads(stmt, (stmt.condition,), state)
-            first = self._body(stmt.body, state.copy())
-            second = self._body(stmt.body, _join(state, first))
-            return _join(first, second)
-        if isinstance(stmt, ast.InThreads) and stmt.is_async:
-            self._body(stmt.body, state.copy())  # an independent path: nothing flows back
-            return state
-        if isinstance(stmt, (ast.Parallel, ast.InThreads, ast.With)):
-            return self._body(stmt.body, state)
-        if isinstance(stmt, ast.Block):
-            return self._block(stmt.body, state)
-        if isinstance(stmt, ast.Unsupported) and stmt.inner is not None:
-            return self._statement(stmt.inner, state)
         self._reads(stmt, _read_positions(stmt), state)
         return state
 
+    def _condition(self, stmt: ast.If | ast.While, condition: ast.Expr, state: _State) -> None:
+        self._reads(stmt, (condition,), state)
+
+    def _async_path(self, stmt: ast.InThreads, state: _State) -> _State:
+        self._body(stmt.body, state.copy())  # an independent path: nothing flows back
+        return state
+
+    def _copy(self, state: _State) -> _State:
+        return state.copy()
+
+    def _join(self, a: _State, b: _State) -> _State:
+        """A write pending on either path is pending; one observed on either keeps the first way seen."""
+        futures = dict(a.futures)
+        for symbol, operations in b.futures.items():
+            futures[symbol] = futures.get(symbol, frozenset()) | operations
+        observed = dict(a.observed)
+        for writer, how in b.observed.items():
+            observed.setdefault(writer, how)
+        return _State(futures, a.reached | b.reached, a.pending | b.pending, observed)
+
     def _operation(self, stmt: ast.OperationStmt, state: _State) -> _State:
         ordered = {
-            producer: f"after {expr_source(item)}"
+            producer: f"after {expression(item)}"
             for item in stmt.operation.after
             if (symbol := self._future(item)) is not None
             for producer in state.futures.get(symbol, frozenset())
@@ -276,7 +269,7 @@ class _HandOffs:
             via = state.observed.get(writer)
         else:
             return
-        text = expr_source(access.expr)
+        text = expression(access.expr)
         key = (id(writer), id(reader), text)
         if key not in self.found or via is None:  # one edge per datum; a read not waited for wins
             self.found[key] = HandOff(writer, reader, text, access.expr.span, via, write.is_async, same_path)
@@ -303,7 +296,7 @@ class _HandOffs:
                 yield _Access(symbol, None, parent if is_data and parent is not None else node)
             elif symbol in self.writers_of:
                 if isinstance(parent, ast.Index):
-                    yield _Access(symbol, _items(parent.indices), parent)
+                    yield _Access(symbol, expressions(parent.indices), parent)
                 else:
                     yield _Access(symbol, None, node)
 
@@ -323,16 +316,6 @@ class _HandOffs:
             root = root.value
         symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
         return symbol if symbol is not None and isinstance(symbol.value, Event) else None
-
-
-def _join(a: _State, b: _State) -> _State:
-    futures = dict(a.futures)
-    for symbol, operations in b.futures.items():
-        futures[symbol] = futures.get(symbol, frozenset()) | operations
-    observed = dict(a.observed)
-    for writer, how in b.observed.items():
-        observed.setdefault(writer, how)
-    return _State(futures, a.reached | b.reached, a.pending | b.pending, observed)
 
 
 def is_rotation(call: ast.Call) -> bool:
@@ -357,7 +340,7 @@ def _root_and_slot(expr: ast.Expr) -> tuple[ast.Name | None, str | None]:
     slot = None
     while isinstance(expr, (ast.Method, ast.Member, ast.Index)):
         if isinstance(expr, ast.Index) and isinstance(expr.value, ast.Name):
-            slot = _items(expr.indices)
+            slot = expressions(expr.indices)
         expr = expr.value
     return (expr, slot) if isinstance(expr, ast.Name) else (None, None)
 
@@ -365,10 +348,6 @@ def _root_and_slot(expr: ast.Expr) -> tuple[ast.Name | None, str | None]:
 def _same_slot(written: str | None, read: str | None) -> bool:
     """Two slot texts may name the same buffer unless both are given and differ."""
     return written is None or read is None or written == read
-
-
-def _items(items: tuple[ast.Expr, ...]) -> str:
-    return ", ".join(expr_source(item) for item in items)
 
 
 def _operation_reads(operation: ast.Operation) -> tuple[ast.Expr, ...]:

@@ -41,38 +41,43 @@ LOOP = "loop"
 Attribute = str | int | bool | list[str] | None
 
 
-@dataclass(eq=False)
-class Cluster:
-    id: str
+@dataclass(eq=False, kw_only=True)
+class _Element:
+    """What clusters, nodes and edges all have: a kind, the user's source it came from, and
+    attributes of their kind (an event's ring size, a hand-off's data), exported as they are."""
+
     kind: str
-    title: str
     span: Span
-    parent: str | None
     attributes: dict[str, Attribute] = field(default_factory=dict)
 
 
-@dataclass(eq=False)
-class Node:
+@dataclass(eq=False, kw_only=True)
+class Cluster(_Element):
+    """A scope the nodes sit in; `parent` is the cluster around it (None: the function)."""
+
+    id: str
+    title: str
+    parent: str | None
+
+
+@dataclass(eq=False, kw_only=True)
+class Node(_Element):
     """One node; `path` is the async path cluster it runs on (None: the function's main path)."""
 
     id: str
-    kind: str
     title: str
-    span: Span
     cluster: str | None
     path: str | None = None
     loops: tuple[str, ...] = ()  # enclosing loop clusters, outermost first
     guarded: bool = False  # under an `if`: it may not run on every iteration
-    attributes: dict[str, Attribute] = field(default_factory=dict)
 
 
-@dataclass(eq=False)
-class Edge:
+@dataclass(eq=False, kw_only=True)
+class Edge(_Element):
+    """From what happens first to what depends on it."""
+
     source: str
     target: str
-    kind: str
-    span: Span
-    attributes: dict[str, Attribute] = field(default_factory=dict)
 
 
 @dataclass(eq=False)

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo, expr_text
+from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
+from choreo_kernel.compiler.source_text import expression
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.arrivals import expected_arrivals, trigger_sites
@@ -353,7 +354,7 @@ class Interpreter:
         """Start an `inthreads.async` path for its threads, which then run `rest`; the threads it took."""
         lanes = self._selected(stmt.condition, frame)
         if lanes.size:
-            path = Task(f"path 'inthreads.async ({expr_text(stmt.condition)})' (line {stmt.span.line})")
+            path = Task(f"path 'inthreads.async ({expression(stmt.condition)})' (line {stmt.span.line})")
             path.run = self._path(stmt.body, rest, Frame(frame.scope, lanes, path, frame.block))
             frame.block.scheduler.spawn(path)
         return lanes
