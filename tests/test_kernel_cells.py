@@ -78,3 +78,20 @@ def test_a_bad_option_is_a_diagnostic_on_the_header(
 )
 def test_is_complete_follows_brackets(source: str, status: str, indent: str) -> None:
     assert choreo_is_complete(source) == (status, indent)
+
+
+def test_without_graphviz_the_graph_cell_shows_the_reason_and_the_dot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A machine without `dot` (the H200 image has none) still runs `%%choreo --graph` cells."""
+    from programs import BLEND
+
+    from choreo_kernel.compiler.graph import dot as dot_module
+    from choreo_kernel.kernel.display import graph_bundle
+
+    monkeypatch.setattr(dot_module.shutil, "which", lambda name: None)
+    module = ck.compile(BLEND, target="sim")
+    bundle = graph_bundle(module, "blend")
+    assert "image/svg+xml" not in bundle
+    assert bundle["text/vnd.graphviz"] == module.graph("blend").to_dot()
+    assert bundle["text/plain"].startswith("graphviz is not installed")

@@ -12,8 +12,6 @@ from choreo_kernel.module import Module
 
 Bundle = dict[str, str]
 
-GRAPHVIZ_MIME = "text/vnd.graphviz"
-
 
 def summary_bundle(module: Module) -> Bundle:
     """One line per function: signature, kernels, threads per block, shared memory."""
@@ -22,10 +20,8 @@ def summary_bundle(module: Module) -> Bundle:
 
 
 def graph_bundle(module: Module, name: str) -> Bundle:
-    """The dependency graph as SVG, with its DOT source for tools and text frontends."""
-    graph = module.graph(name)
-    dot = graph.to_dot()
-    return {"image/svg+xml": graph.to_svg(), GRAPHVIZ_MIME: dot, "text/plain": dot}
+    """The dependency graph as SVG with its DOT source; without graphviz, the reason and the DOT."""
+    return module.graph(name)._repr_mimebundle_()
 
 
 def cuda_bundle(module: Module) -> Bundle:

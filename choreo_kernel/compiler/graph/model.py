@@ -168,7 +168,7 @@ class Graph:
             svg = self.to_svg()
         except GraphvizMissing as missing:
             return {"text/plain": f"{missing}\n\n{dot}", "text/vnd.graphviz": dot}
-        return {"image/svg+xml": svg, "text/vnd.graphviz": dot, "text/plain": repr(self)}
+        return {"image/svg+xml": svg, "text/vnd.graphviz": dot, "text/plain": dot}
 
     def __repr__(self) -> str:
         return f"<choreo Graph {self.function}: {len(self.nodes)} nodes, {len(self.edges)} edges>"
