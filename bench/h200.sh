@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call on the H200 (the `device` tool), logs and plots under $OUT:
-#   bench/h200.sh tests   every GPU test (`pytest -m gpu`: conformance on cuda vs REF and sim,
-#                         the tutorials on cuda at full size, the tuning magics)
-#   bench/h200.sh bench   bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
+#   bench/h200.sh tests       every GPU test (`pytest -m gpu`: conformance on cuda vs REF and sim,
+#                             the tutorials on cuda at full size, the tuning magics)
+#   bench/h200.sh tutorials   only the tutorials and the tuning magics on cuda
+#   bench/h200.sh bench       bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
+# Several modes run in order: `bench/h200.sh tutorials bench`.
 # The machine has no package registry: run ../shared/tools/device-wheels.sh --kernel
 # matplotlib contourpy cycler fonttools kiwisolver pyparsing python-dateutil six pillow packaging
 # here first, and carry .whl.
@@ -14,17 +16,24 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$out/gpu.txt"
 
-case ${1:-tests} in
-tests)
-    # The kernelspec, for the tutorials (nbclient starts `python3 -m choreo_kernel.kernel`).
-    python3 -m choreo_kernel install --prefix /tmp/jupyter >/dev/null && export JUPYTER_PATH=/tmp/jupyter/share/jupyter
-    export CHOREO_TUTORIAL_OUT=/tmp/tutorials
-    timeout 540 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests 2>&1 | tee "$out/gpu-tests.log"
+# The kernelspec, for the tutorials (nbclient starts `python3 -m choreo_kernel.kernel`).
+python3 -m choreo_kernel install --prefix /tmp/jupyter >/dev/null && export JUPYTER_PATH=/tmp/jupyter/share/jupyter
+export CHOREO_TUTORIAL_OUT=/tmp/tutorials
+
+gpu_tests() {
+    timeout 540 python3 -m pytest -m gpu -q -p no:cacheprovider -rs "$@" 2>&1 | tee -a "$out/gpu-tests.log"
     tar czf "$out/tutorials.tgz" -C /tmp tutorials 2>/dev/null
-    ;;
-bench)
-    timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log"
-    timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log"
-    timeout 90 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log"
-    ;;
-esac
+}
+
+for mode in "${@:-tests}"; do
+    case $mode in
+    tests) gpu_tests tests ;;
+    tutorials) gpu_tests tests/test_tutorials.py tests/test_kernel_tuning.py ;;
+    bench)
+        timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log"
+        timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log"
+        timeout 90 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log"
+        ;;
+    *) echo "bench/h200.sh: unknown mode $mode (tests, tutorials, bench)" >&2; exit 2 ;;
+    esac
+done
