@@ -6,7 +6,8 @@ of CuPy and the backends are imported only when a function is first called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -17,14 +18,46 @@ if TYPE_CHECKING:
     from choreo_kernel.compiler.graph import Graph
 
 
-class Module:
-    """A compiled source: call its functions by name, look at its graph and its CUDA code."""
+class Build:
+    """What compiling one source for one target produced: the analysis, and lazily its CUDA and backend.
 
-    def __init__(self, analysis: Analysis, source: str, target: str, filename: str = "<source>") -> None:
+    Builds are remembered per (source, defines, target, filename), so re-running an unchanged
+    notebook cell or calling `ck.compile` again reuses the analysis, the emitted code and the
+    loaded GPU module instead of redoing them.
+    """
+
+    def __init__(self, analysis: Analysis, source: str, target: str, filename: str) -> None:
         self.analysis = analysis
         self.source = source
         self.target = target
         self.filename = filename
+
+    @cached_property
+    def cuda_source(self) -> str:
+        from choreo_kernel.compiler.cuda import emit_program
+
+        return emit_program(self.analysis, self.filename)
+
+    @cached_property
+    def backend(self) -> Any:
+        if self.target == "cuda":
+            from choreo_kernel.runtime.cuda import CudaBackend
+
+            return CudaBackend(self.analysis, self.cuda_source)
+        from choreo_kernel.runtime.sim import SimBackend
+
+        return SimBackend(self.analysis, source=self.source, filename=self.filename)
+
+
+class Module:
+    """A compiled source: call its functions by name, look at its graph and its CUDA code."""
+
+    def __init__(self, build: Build) -> None:
+        self._build = build
+        self.analysis = build.analysis
+        self.source = build.source
+        self.target = build.target
+        self.filename = build.filename
 
     @property
     def functions(self) -> list[str]:
@@ -42,26 +75,14 @@ class Module:
 
         return build_graph(self.analysis, self._function_name(name))
 
-    @cached_property
+    @property
     def cuda_source(self) -> str:
         """The emitted CUDA C++ of every function (available whatever the target)."""
-        from choreo_kernel.compiler.cuda import emit_program
-
-        return emit_program(self.analysis, self.filename)
-
-    @cached_property
-    def _backend(self) -> Any:
-        if self.target == "cuda":
-            from choreo_kernel.runtime.cuda import CudaBackend
-
-            return CudaBackend(self.analysis, self.cuda_source)
-        from choreo_kernel.runtime.sim import SimBackend
-
-        return SimBackend(self.analysis, source=self.source, filename=self.filename)
+        return self._build.cuda_source
 
     def function(self, name: str) -> Callable[..., Any]:
         """The callable for `__co__` function `name` on this module's target."""
-        return self._backend.function(self._function_name(name))
+        return self._build.backend.function(self._function_name(name))
 
     def _function_name(self, name: str | None) -> str:
         if name is None:
@@ -101,7 +122,42 @@ def compile(
 ) -> Module:
     """Analyze `source` for `target` (auto: cuda with a GPU and CuPy, else sim); raise `ChoreoError` on any error."""
     resolved = resolve_target(target)
-    analysis = analyze(source, defines, resolved)
-    if analysis.has_errors:
-        raise ChoreoError(analysis.diagnostics, source, filename)
-    return Module(analysis, source, resolved, filename)
+    key = _build_key(source, defines, resolved, filename)
+    build = _BUILDS.get(key) if key is not None else None
+    if build is not None:
+        _BUILDS.move_to_end(key)
+    else:
+        analysis = analyze(source, defines, resolved)
+        if analysis.has_errors:
+            raise ChoreoError(analysis.diagnostics, source, filename)
+        build = Build(analysis, source, resolved, filename)
+        if key is not None:
+            _remember(key, build)
+    return Module(build)
+
+
+_BUILDS: OrderedDict[Hashable, Build] = OrderedDict()
+_BUILDS_KEPT = 64
+
+
+def _build_key(
+    source: str, defines: Mapping[str, object] | None, target: str, filename: str
+) -> Hashable | None:
+    """The memo key of a build; None when a define's value cannot be a key (it is then rebuilt)."""
+    key = (source, tuple(sorted((defines or {}).items())), target, filename)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _remember(key: Hashable, build: Build) -> None:
+    _BUILDS[key] = build
+    if len(_BUILDS) > _BUILDS_KEPT:
+        _BUILDS.popitem(last=False)
+
+
+def forget_builds() -> None:
+    """Drop every remembered build (benchmarks measure cold compiles with it)."""
+    _BUILDS.clear()
