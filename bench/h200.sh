@@ -4,6 +4,7 @@
 #                             the tutorials on cuda at full size, the tuning magics)
 #   bench/h200.sh tutorials   only the tutorials and the tuning magics on cuda
 #   bench/h200.sh bench       bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
+#                             (each alone: gemm, copy, compile)
 # Several modes run in order: `bench/h200.sh tutorials bench`.
 # The machine has no package registry: run ../shared/tools/device-wheels.sh --kernel
 # matplotlib contourpy cycler fonttools kiwisolver pyparsing python-dateutil six pillow packaging
@@ -25,15 +26,18 @@ gpu_tests() {
     tar czf "$out/tutorials.tgz" -C /tmp tutorials 2>/dev/null
 }
 
-for mode in "${@:-tests}"; do
-    case $mode in
+run_mode() {
+    case $1 in
     tests) gpu_tests tests ;;
     tutorials) gpu_tests tests/test_tutorials.py tests/test_kernel_tuning.py ;;
-    bench)
-        timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log"
-        timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log"
-        timeout 90 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log"
-        ;;
-    *) echo "bench/h200.sh: unknown mode $mode (tests, tutorials, bench)" >&2; exit 2 ;;
+    gemm) timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log" ;;
+    copy) timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log" ;;
+    compile) timeout 120 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log" ;;
+    bench) run_mode gemm && run_mode copy && run_mode compile ;;
+    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, gemm, copy, compile, bench)" >&2; return 2 ;;
     esac
+}
+
+for mode in "${@:-tests}"; do
+    run_mode "$mode" || exit
 done
