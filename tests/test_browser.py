@@ -3,9 +3,10 @@
 Starts `jupyter lab` on a free port in a temporary directory and drives the system's
 Chromium, headless, through Playwright (Playwright's own browser downloads are never
 used). One test opens a `.co` file in the file editor; the other opens a notebook on the
-`choreo` kernel, runs a `%%choreo --graph` cell and checks its summary and graph. Both
-look for the extension's `cm-choreo-<kind>` classes on the editor's tokens and leave a
-screenshot in /tmp for a person to look at.
+`choreo` kernel, types a `%%choreo --graph` cell into it, runs it and checks its summary
+and graph. Both look for the extension's `cm-choreo-<kind>` classes on the editor's tokens
+and leave a screenshot in the test's output folder (pytest's tmp_path) for a person to
+look at.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from jupyter_core.paths import jupyter_path
 from playwright.sync_api import Browser, Locator, Page, sync_playwright
 from programs import BLEND
 
-SCREENSHOT = Path("/tmp/choreo-browser.png")
-EDITOR_SCREENSHOT = Path("/tmp/choreo-browser-editor.png")
 STARTUP_SECONDS = 60
 RUN_SECONDS = 120
 
@@ -184,26 +183,24 @@ def assert_highlighted(editor: Locator) -> None:
     assert any(text.startswith("// Blend") for text in highlighted(editor, "comment"))
 
 
-def test_co_file_is_highlighted_in_the_editor(lab: tuple[str, Path], page: Page) -> None:
+def test_co_file_is_highlighted_in_the_editor(lab: tuple[str, Path], page: Page, tmp_path: Path) -> None:
     url, root = lab
     (root / "blend.co").write_text(PROGRAM)
     page.goto(url.format(path="blend.co"))
     try:
         assert_highlighted(page.locator(".jp-FileEditor"))
     finally:
-        page.screenshot(path=EDITOR_SCREENSHOT)
+        page.screenshot(path=tmp_path / "choreo-browser-editor.png")
 
 
-def test_choreo_cell_runs_with_summary_and_graph(lab: tuple[str, Path], page: Page) -> None:
+def test_choreo_cell_runs_with_summary_and_graph(lab: tuple[str, Path], page: Page, tmp_path: Path) -> None:
     if "choreo" not in KernelSpecManager().find_kernel_specs():
         pytest.skip("the choreo kernelspec is not installed (kernelspec/choreo, shipped in the wheel)")
     url, root = lab
+    # A new, empty notebook on the Choreo kernel; the cells are typed in the browser.
     notebook = nbformat.v4.new_notebook(
         metadata={"kernelspec": {"name": "choreo", "display_name": "Choreo", "language": "choreo"}},
-        cells=[
-            nbformat.v4.new_code_cell("%%choreo --graph --target sim\n" + PROGRAM),
-            nbformat.v4.new_code_cell(PYTHON_CELL),
-        ],
+        cells=[nbformat.v4.new_code_cell(""), nbformat.v4.new_code_cell("")],
     )
     nbformat.write(notebook, root / "blend.ipynb")
     page.goto(url.format(path="blend.ipynb"))
@@ -214,7 +211,11 @@ def test_choreo_cell_runs_with_summary_and_graph(lab: tuple[str, Path], page: Pa
         # A cell run before the kernel is connected is dropped; the status bar names the
         # kernel's display name and state once it is.
         page.locator("#jp-main-statusbar").get_by_text("Choreo | Idle").wait_for(timeout=RUN_SECONDS * 1000)
+        # Text arrives as one input (as a paste does), so the editor's auto-indent adds nothing.
+        cells.nth(1).locator(".cm-content").click()
+        page.keyboard.insert_text(PYTHON_CELL)
         cell.locator(".cm-content").click()
+        page.keyboard.insert_text("%%choreo --graph --target sim\n" + PROGRAM)
         page.keyboard.press("Control+Enter")  # run the cell and stay on it
         # JupyterLab shows an SVG output as an <img> of a data URL.
         graph = cell.locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"] img').first
@@ -232,4 +233,4 @@ def test_choreo_cell_runs_with_summary_and_graph(lab: tuple[str, Path], page: Pa
         python = cells.nth(1)
         assert python.locator(".cm-content [class*='cm-choreo-']").all_inner_texts() == ["%%python"]
     finally:
-        page.screenshot(path=SCREENSHOT)  # on a failure too: it shows what the page did instead
+        page.screenshot(path=tmp_path / "choreo-browser.png")  # on a failure too: what the page did instead
