@@ -13,41 +13,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from corpus import Program, split_arguments
+from corpus import Program
 from cuda_corpus import PROGRAMS
+from generators import make_arguments, relative_error
 from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
-from choreo_kernel.runtime.dtypes import numpy_dtype
 
 pytestmark = pytest.mark.gpu
 
 RUNNABLE = [p for p in PROGRAMS if p.call is not None and "cuda" in p.targets]
 
 
-def generate(text: str, rng: np.random.Generator) -> Any:
-    """A CALL generator (`rand(f16,4,8)`, `zeros(...)`, `ones(...)`, `arange(...)`) or a literal."""
-    if "(" not in text:
-        return float(text) if any(c in text for c in ".eE") else int(text)
-    kind, inner = text.split("(", 1)
-    element, *dims = (part.strip() for part in split_arguments(inner.rstrip(")")))
-    shape = tuple(int(d) for d in dims)
-    dtype = numpy_dtype(element)
-    if kind == "zeros":
-        return np.zeros(shape, dtype)
-    if kind == "ones":
-        return np.ones(shape, dtype)
-    if kind == "arange":
-        return np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
-    if dtype.kind == "f" or element in ("bf16", "f8_e4m3", "f8_e5m2"):
-        return rng.uniform(-1, 1, shape).astype(dtype)
-    low = -8 if dtype.kind == "i" else 0
-    return rng.integers(low, 8, shape).astype(dtype)
-
-
 def arguments(program: Program, seed: int = 0) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    return {name: generate(text, rng) for name, text in program.arguments}
+    return make_arguments(program.arguments, seed)
 
 
 def host(value: Any) -> Any:
@@ -60,9 +39,8 @@ def assert_close(got: Any, expected: Any, tol: float | None, what: str) -> None:
     if tol is None:
         np.testing.assert_array_equal(got, expected, err_msg=what)
         return
-    error = np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)), initial=0.0)
-    scale = max(float(np.max(np.abs(expected.astype(np.float64)), initial=0.0)), 1.0)
-    assert error / scale <= tol, f"{what}: relative error {error / scale:.3g} over {tol}"
+    error = relative_error(got, expected)
+    assert error <= tol, f"{what}: relative error {error:.3g} over {tol}"
 
 
 def run_on_sim(program: Program) -> Any:
