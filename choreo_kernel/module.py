@@ -15,6 +15,7 @@ from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic
 from choreo_kernel.compiler.driver import Analysis, analyze, resolve_target
 
 if TYPE_CHECKING:
+    from choreo_kernel.compiler.cuda import LoweredProgram
     from choreo_kernel.compiler.graph import Graph
 
 
@@ -33,17 +34,22 @@ class Build:
         self.filename = filename
 
     @cached_property
-    def cuda_source(self) -> str:
-        from choreo_kernel.compiler.cuda import emit_program
+    def lowered(self) -> LoweredProgram:
+        """One lowering for both the CUDA text and the host plans the CUDA backend runs."""
+        from choreo_kernel.compiler.cuda import lower_program
 
-        return emit_program(self.analysis, self.filename)
+        return lower_program(self.analysis, self.filename).checked(self.filename)
+
+    @property
+    def cuda_source(self) -> str:
+        return self.lowered.source
 
     @cached_property
     def backend(self) -> Any:
         if self.target == "cuda":
             from choreo_kernel.runtime.cuda import CudaBackend
 
-            return CudaBackend(self.analysis, self.cuda_source)
+            return CudaBackend(self.analysis, self.lowered)
         from choreo_kernel.runtime.sim import SimBackend
 
         return SimBackend(self.analysis, source=self.source, filename=self.filename)
@@ -96,7 +102,8 @@ class Module:
         return name
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name.startswith("_") or name not in self.__dict__.get("analysis", _NO_ANALYSIS).functions:
+        analysis = self.__dict__.get("analysis")  # absent while copy or pickle rebuilds the object
+        if name.startswith("_") or analysis is None or name not in analysis.functions:
             raise AttributeError(name)
         return self.function(name)
 
@@ -105,13 +112,6 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<choreo Module target={self.target} functions={self.functions}>"
-
-
-class _NoAnalysis:
-    functions: dict[str, object] = {}
-
-
-_NO_ANALYSIS = _NoAnalysis()
 
 
 def compile(
@@ -143,8 +143,12 @@ _BUILDS_KEPT = 64
 def _build_key(
     source: str, defines: Mapping[str, object] | None, target: str, filename: str
 ) -> Hashable | None:
-    """The memo key of a build; None when a define's value cannot be a key (it is then rebuilt)."""
-    key = (source, tuple(sorted((defines or {}).items())), target, filename)
+    """The memo key of a build; None when a define's value cannot be a key (it is then rebuilt).
+
+    A value's type is part of the key: `1` and `1.0` are equal but define different text.
+    """
+    values = tuple(sorted((name, type(value), value) for name, value in (defines or {}).items()))
+    key = (source, values, target, filename)
     try:
         hash(key)
     except TypeError:

@@ -29,7 +29,7 @@ import numpy as np
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import Symbol
-from choreo_kernel.compiler.cuda import HEADER, header_text, lower_program
+from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
 from choreo_kernel.compiler.cuda.host import NotEvaluable, evaluate, shape
 from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScalar, KernelParameter, Launch
 from choreo_kernel.compiler.diagnostics import ChoreoError
@@ -149,15 +149,28 @@ def _write_atomically(path: Path, data: bytes) -> None:
 class CudaBackend:
     """The functions of one compiled source, on the current CUDA device."""
 
-    def __init__(self, analysis: Analysis, cuda_source: str) -> None:
+    def __init__(self, analysis: Analysis, lowered: LoweredProgram) -> None:
         self.analysis = analysis
-        self.plans = lower_program(analysis).plans
-        self.module = compile_module(cuda_source)
-        cupy = _cupy()
-        self.status_memory = cupy.cuda.alloc_pinned_memory(8)  # choreo::Status, written by the GPU directly
+        self.plans = lowered.plans
+        self.module = compile_module(lowered.source)
+        self.cupy = _cupy()
+        self.status_memory = self.cupy.cuda.alloc_pinned_memory(8)  # choreo::Status, written by the GPU
+        self.status_pointer = np.uint64(self.status_memory.ptr)
         self.status = np.frombuffer(self.status_memory, dtype=np.uint32, count=2)
         self.status[:] = 0
         self.tensor_maps: dict[tuple[Any, ...], np.ndarray] = {}
+        self.kernels: dict[str, Any] = {}
+        self.functions: dict[str, CudaFunction] = {}
+
+    def kernel(self, launch: Launch) -> Any:
+        """The loaded kernel of a launch, its dynamic shared-memory limit raised once where it needs more."""
+        kernel = self.kernels.get(launch.kernel)
+        if kernel is None:
+            kernel = self.module.get_function(launch.kernel)
+            if launch.shared_bytes > STATIC_SHARED_LIMIT:
+                kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
+            self.kernels[launch.kernel] = kernel
+        return kernel
 
     def tensor_map(self, array: Any, parameter: KernelParameter) -> np.ndarray:
         """The TMA descriptor of `array` for a kernel parameter's box and swizzle: encoded once per array
@@ -179,7 +192,10 @@ class CudaBackend:
         return encoded
 
     def function(self, name: str) -> Callable[..., Any]:
-        return CudaFunction(self, self.plans[name])
+        function = self.functions.get(name)
+        if function is None:
+            function = self.functions[name] = CudaFunction(self, self.plans[name])
+        return function
 
 
 class CudaFunction:
@@ -190,12 +206,13 @@ class CudaFunction:
         self.plan = plan
         self.info = backend.analysis.functions[plan.function.name]
         self.name = plan.function.name
+        self.written = [symbol for symbol in plan.parameters if symbol.name in plan.written]
 
     def __repr__(self) -> str:
         return f"<choreo cuda function {self.name}>"
 
     def __call__(self, *args: Any) -> Any:
-        cupy = _cupy()
+        cupy = self.backend.cupy
         arguments = [_as_array_like(cupy, value) for value in args]
         bound = bind_arguments(self.plan.function, arguments)
         values: dict[Symbol, Any] = {}
@@ -218,17 +235,14 @@ class CudaFunction:
             else:
                 self._launch(step, values)
                 waits = waits or not step.is_async
-        if waits or any(s in host_arrays for s in self._written()):
+        if waits or any(s in host_arrays for s in self.written):
             self._synchronize(cupy)
-        for symbol in self._written():
+        for symbol in self.written:
             if symbol in host_arrays and _is_global(symbol):
                 np.copyto(host_arrays[symbol], _to_host(values[symbol], host_arrays[symbol].dtype))
         return self._result(values)
 
     # ------------------------------------------------------------------ host plan
-
-    def _written(self) -> list[Symbol]:
-        return [symbol for symbol in self.plan.parameters if symbol.name in self.plan.written]
 
     def _lookup(self, values: dict[Symbol, Any]) -> Callable[[ast.Name], Any]:
         def lookup(name: ast.Name) -> Any:
@@ -275,16 +289,14 @@ class CudaFunction:
                 )
         arguments = [self._argument(parameter, values) for parameter in launch.parameters]
         try:
-            kernel = self.backend.module.get_function(launch.kernel)
-            if launch.shared_bytes > STATIC_SHARED_LIMIT:
-                kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
+            kernel = self.backend.kernel(launch)
             kernel(tuple(grid), (launch.threads,), arguments, shared_mem=launch.shared_bytes)
         except Exception as error:
             raise self._cuda_error(error, launch) from None
 
     def _argument(self, parameter: KernelParameter, values: dict[Symbol, Any]) -> Any:
         if parameter.kind == "status":
-            return np.uint64(self.backend.status_memory.ptr)
+            return self.backend.status_pointer
         assert parameter.symbol is not None
         value = values[parameter.symbol]
         if parameter.kind == "array":

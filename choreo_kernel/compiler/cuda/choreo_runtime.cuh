@@ -269,58 +269,56 @@ CHOREO_DEVICE int item_offset(int index, int rows, int per_row, int stride) {
   return rows == 1 ? index : (index / per_row) * stride + index % per_row;
 }
 
+// Item `index` of a tile, counting row by row.
+template <class T> CHOREO_DEVICE T& item(Tile<T> region, int index) {
+  return region.data[item_offset(index, region.rows, region.cols, region.stride)];
+}
+
+// A vectorizable tile seen as 16-byte vectors: its row length and stride counted in vectors.
+template <class T> CHOREO_DEVICE Tile<Vector16> as_vectors(Tile<T> region) {
+  return Tile<Vector16>{reinterpret_cast<Vector16*>(region.data), region.rows,
+                        static_cast<int>(region.cols * sizeof(T) / 16), static_cast<int>(region.stride * sizeof(T) / 16)};
+}
+template <class T> CHOREO_DEVICE Tile<const Vector16> as_vectors(Tile<const T> region) {
+  return Tile<const Vector16>{reinterpret_cast<const Vector16*>(region.data), region.rows,
+                              static_cast<int>(region.cols * sizeof(T) / 16),
+                              static_cast<int>(region.stride * sizeof(T) / 16)};
+}
+
 // Copy `source` into `destination` (equal rows and cols) with the `threads` threads of the calling group,
 // `rank` being this thread's place among them. Both sides move in 16-byte vectors when they allow it,
 // four vectors in flight per thread; otherwise element by element.
 template <class D, class S> __device__ inline void copy(Tile<D> destination, Tile<S> source, int rank, int threads) {
   static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
-  const int rows = source.rows;
   if (vectorizable(destination) && vectorizable(source)) {
-    const int per_row = static_cast<int>(source.cols * sizeof(S) / 16);
-    const int destination_stride = static_cast<int>(destination.stride * sizeof(D) / 16);
-    const int source_stride = static_cast<int>(source.stride * sizeof(S) / 16);
-    Vector16* to = reinterpret_cast<Vector16*>(destination.data);
-    const Vector16* from = reinterpret_cast<const Vector16*>(source.data);
-    const int total = rows * per_row;
+    const Tile<Vector16> to = as_vectors(destination);
+    const auto from = as_vectors(source);
+    const int total = from.rows * from.cols;
     int index = rank;
     for (; index + 3 * threads < total; index += 4 * threads) {
       Vector16 batch[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) batch[k] = from[item_offset(index + k * threads, rows, per_row, source_stride)];
+      for (int k = 0; k < 4; ++k) batch[k] = item(from, index + k * threads);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) to[item_offset(index + k * threads, rows, per_row, destination_stride)] = batch[k];
+      for (int k = 0; k < 4; ++k) item(to, index + k * threads) = batch[k];
     }
-    for (; index < total; index += threads) {
-      to[item_offset(index, rows, per_row, destination_stride)] = from[item_offset(index, rows, per_row, source_stride)];
-    }
+    for (; index < total; index += threads) item(to, index) = item(from, index);
     return;
   }
-  const int total = rows * source.cols;
-  for (int index = rank; index < total; index += threads) {
-    destination.data[item_offset(index, rows, source.cols, destination.stride)] =
-        source.data[item_offset(index, rows, source.cols, source.stride)];
-  }
+  for (int index = rank; index < source.rows * source.cols; index += threads) item(destination, index) = item(source, index);
 }
 
 // Start copying global `source` into shared `destination` with cp.async: 16-byte pieces when both sides
 // allow it, else 4- or 8-byte elements. Other element sizes are copied at once, which an async copy allows.
 template <class D, class S> __device__ inline void copy_async(Tile<D> destination, Tile<S> source, int rank, int threads) {
   static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
-  const int rows = source.rows;
   if (vectorizable(destination) && vectorizable(source)) {
-    const int per_row = static_cast<int>(source.cols * sizeof(S) / 16);
-    const int destination_stride = static_cast<int>(destination.stride * sizeof(D) / 16);
-    const int source_stride = static_cast<int>(source.stride * sizeof(S) / 16);
-    Vector16* to = reinterpret_cast<Vector16*>(destination.data);
-    const Vector16* from = reinterpret_cast<const Vector16*>(source.data);
-    for (int index = rank; index < rows * per_row; index += threads) {
-      cp_async_16(&to[item_offset(index, rows, per_row, destination_stride)],
-                  &from[item_offset(index, rows, per_row, source_stride)]);
-    }
+    const Tile<Vector16> to = as_vectors(destination);
+    const auto from = as_vectors(source);
+    for (int index = rank; index < from.rows * from.cols; index += threads) cp_async_16(&item(to, index), &item(from, index));
   } else if (sizeof(S) == 4 || sizeof(S) == 8) {
-    for (int index = rank; index < rows * source.cols; index += threads) {
-      cp_async_element<sizeof(S)>(&destination.data[item_offset(index, rows, source.cols, destination.stride)],
-                                  &source.data[item_offset(index, rows, source.cols, source.stride)]);
+    for (int index = rank; index < source.rows * source.cols; index += threads) {
+      cp_async_element<sizeof(S)>(&item(destination, index), &item(source, index));
     }
   } else {
     copy(destination, source, rank, threads);

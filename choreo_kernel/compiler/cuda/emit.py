@@ -46,6 +46,13 @@ class LoweredProgram:
     plans: dict[str, FunctionPlan] = field(default_factory=dict)
     errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
 
+    def checked(self, filename: str = "<source>") -> LoweredProgram:
+        """This program, or a `ChoreoError` with every function's lowering errors."""
+        if self.errors:
+            diagnostics = [d for errors in self.errors.values() for d in errors]
+            raise ChoreoError(diagnostics, "", filename)
+        return self
+
 
 def lower_program(analysis: Analysis, filename: str = "<source>") -> LoweredProgram:
     from choreo_kernel import __version__
@@ -91,11 +98,8 @@ def _notes(function: ast.Function) -> tuple[Note, ...]:
 
 def emit_program(analysis: Analysis, filename: str = "<source>", self_contained: bool = False) -> str:
     """The CUDA C++ of every function; `self_contained` inlines the header (for nvcc). Raises `ChoreoError`."""
-    lowered = lower_program(analysis, filename)
-    if lowered.errors:
-        diagnostics = [d for errors in lowered.errors.values() for d in errors]
-        raise ChoreoError(diagnostics, "", filename)
-    return inline_header(lowered.source) if self_contained else lowered.source
+    source = lower_program(analysis, filename).checked(filename).source
+    return inline_header(source) if self_contained else source
 
 
 def inline_header(source: str) -> str:
@@ -192,7 +196,7 @@ class FunctionLowering:
         if isinstance(stmt, ast.Empty | ast.Unsupported):
             return None
         if isinstance(stmt, ast.BufferDecl) and not stmt.array_dims:
-            symbol = self._declared(stmt)
+            symbol = self.expressions.declared_by(stmt)
             dims = self.expressions.dims(stmt.shape)
             view = buffer(stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, "global", stmt.name)
             if symbol is not None:
@@ -202,13 +206,13 @@ class FunctionLowering:
             fill = stmt.init[0] if stmt.init else None
             return HostBuffer(symbol, stmt.elem_type, stmt.shape, fill) if symbol is not None else None
         if isinstance(stmt, ast.ShapeDecl | ast.TupleDecl):
-            symbol = self._declared(stmt)
+            symbol = self.expressions.declared_by(stmt)
             if symbol is not None:
                 self._host(symbol, ShapeValue(self.expressions.dims((stmt.value,))))
             return None
         scalar = _host_scalar(stmt)
         if scalar is not None:
-            symbol = self._declared(stmt)
+            symbol = self.expressions.declared_by(stmt)
             if symbol is None and isinstance(stmt, ast.Assign):
                 raise LoweringError("host-level scalars cannot change on the CUDA backend", stmt)
             value = symbol.value if symbol is not None else None
@@ -224,12 +228,6 @@ class FunctionLowering:
             "'return'; move this statement into a parallel",
             stmt,
         )
-
-    def _declared(self, stmt: ast.Stmt) -> Symbol | None:
-        name = getattr(stmt, "name", None)
-        if name is None and isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
-            name = stmt.target.id
-        return self.expressions.declared(stmt, name or "")
 
     # ------------------------------------------------------------------ kernels
 

@@ -59,6 +59,13 @@ class Expressions:
         """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""
         return self._declared.get((id(declaration), name))
 
+    def declared_by(self, stmt: ast.Stmt) -> Symbol | None:
+        """The symbol a declaration statement made (`x = ...` declares `x`); None when nothing refers to it."""
+        name = getattr(stmt, "name", None)
+        if name is None and isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+        return self.declared(stmt, name or "")
+
     def value(self, expr: ast.Expr) -> Value:
         handler = getattr(self, f"_{type(expr).__name__}", None)
         if handler is None:
@@ -385,3 +392,10 @@ class Expressions:
                 item.op, self._derived_dim(base, item.left), self._derived_dim(base, item.right)
             )
         return self.integer(item)
+
+
+def root_name(expr: ast.Expr | None) -> ast.Name | None:
+    """The name a view, an element or a method chain starts from: `a` of `a.chunkat(i).at(j)`, `(a)[0]`."""
+    while isinstance(expr, ast.Method | ast.Member | ast.Index | ast.Paren):
+        expr = expr.inner if isinstance(expr, ast.Paren) else expr.value
+    return expr if isinstance(expr, ast.Name) else None

@@ -23,8 +23,9 @@ from choreo_kernel.compiler.cuda.views import LoweringError
 
 THREAD_INDEX = cexpr.name("threadIdx.x")
 GRID_AXES = ("x", "y", "z")
-WARPGROUP = 128
-WARP = 32
+WARPGROUP = THREADS_PER_UNIT["group-4"]
+WARP = THREADS_PER_UNIT["group"]
+BLOCK_LEADER = cexpr.raw("threadIdx.x == 0", 9)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,13 @@ class Group:
 
 
 THREAD_GROUP = Group("thread", cexpr.ZERO, cexpr.ONE, cexpr.raw("true"))
+
+
+def unit_group(level: str) -> Group:
+    """An instance of a warpgroup or warp level: consecutive threads, the first of them its leader."""
+    size = cexpr.const(THREADS_PER_UNIT[level])
+    rank = cexpr.binary("%", THREAD_INDEX, size)
+    return Group(level, rank, size, cexpr.binary("==", rank, cexpr.ZERO))
 
 
 class KernelLayout:
@@ -139,18 +147,16 @@ class KernelLayout:
         level = context.levels[-1].name if context.levels else "block"
         if level == "thread":
             return THREAD_GROUP
-        size = {"group-4": WARPGROUP, "group": WARP}.get(level)
-        if size is None:
-            return Group("block", THREAD_INDEX, cexpr.name("blockDim.x"), cexpr.raw("threadIdx.x == 0", 9))
-        rank = cexpr.binary("%", THREAD_INDEX, cexpr.const(size))
-        return Group(level, rank, cexpr.const(size), cexpr.binary("==", rank, cexpr.ZERO))
+        if level in ("group-4", "group"):
+            return unit_group(level)
+        return Group("block", THREAD_INDEX, cexpr.name("blockDim.x"), BLOCK_LEADER)
 
     def issuing_size(self, context: Context) -> int:
         """Threads per instance of the innermost level above `thread` around a statement: the level
         whose instances each issue a TMA copy or run an MMA (language.md 12.2)."""
         for level in reversed(context.levels):
             if level.name in ("group-4", "group"):
-                return WARPGROUP if level.name == "group-4" else WARP
+                return THREADS_PER_UNIT[level.name]
             if level.name == "block":
                 break
         return self.threads
@@ -158,10 +164,8 @@ class KernelLayout:
     def issuing_group(self, context: Context) -> Group:
         size = self.issuing_size(context)
         if size == self.threads:
-            return Group("block", THREAD_INDEX, cexpr.const(size), cexpr.raw("threadIdx.x == 0", 9))
-        rank = cexpr.binary("%", THREAD_INDEX, cexpr.const(size))
-        level = "group-4" if size == WARPGROUP else "group"
-        return Group(level, rank, cexpr.const(size), cexpr.binary("==", rank, cexpr.ZERO))
+            return Group("block", THREAD_INDEX, cexpr.const(size), BLOCK_LEADER)
+        return unit_group("group-4" if size == WARPGROUP else "group")
 
     def instance(self, context: Context) -> CExpr:
         """Which instance of the issuing level this thread belongs to (0 for a block)."""

@@ -18,7 +18,7 @@ from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Bounded, Futur
 from choreo_kernel.compiler.cuda import cexpr, copies, elements, source_text
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import Events
-from choreo_kernel.compiler.cuda.expressions import Expressions
+from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
 from choreo_kernel.compiler.cuda.layout import GRID_AXES, THREAD_GROUP, Group, KernelLayout
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import issue_only, plan_roles
@@ -329,7 +329,7 @@ class KernelEmitter:
         element = elements.c_type(stmt.elem_type)
         swizzle = 0
         if storage == "shared":
-            symbol = self._declared(stmt)
+            symbol = self.expressions.declared_by(stmt)
             swizzle = self.swizzles.get(symbol, 0) if symbol is not None else 0
             alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
             offset = self.arena.allocate(stmt.name, total.value * ELEMENT_BYTES[stmt.elem_type], alignment)
@@ -371,7 +371,7 @@ class KernelEmitter:
         self._declare_scalar(stmt, stmt.name, value, stmt.mutable)
 
     def _declare_scalar(self, stmt: ast.Stmt, source_name: str, value: Operand | None, mutable: bool) -> None:
-        symbol = self._declared(stmt)
+        symbol = self.expressions.declared_by(stmt)
         declared = symbol.value if symbol is not None else None
         element = (
             declared.type if isinstance(declared, Scalar) else value.type if value is not None else "s32"
@@ -409,15 +409,8 @@ class KernelEmitter:
     def _TupleDecl(self, stmt: ast.TupleDecl, tail: bool) -> None:
         self._bind(stmt, ShapeValue(self.expressions.dims((stmt.value,))))
 
-    def _declared(self, stmt: ast.Stmt) -> Symbol | None:
-        """The symbol a declaration made; None when nothing ever refers to it."""
-        name = getattr(stmt, "name", None)
-        if name is None and isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
-            name = stmt.target.id
-        return self.expressions.declared(stmt, name or "")
-
     def _bind(self, stmt: ast.Stmt, value: Value) -> None:
-        symbol = self._declared(stmt)
+        symbol = self.expressions.declared_by(stmt)
         if symbol is not None:
             self.bindings[symbol] = value
 
@@ -512,7 +505,7 @@ class KernelEmitter:
                 self.future_groups[symbol] = group
 
     def note_written(self, target: ast.Expr) -> None:
-        root = _root_name(target)
+        root = root_name(target)
         if root is not None and id(root) in self.info.symbol_of:
             self.written.add(self.info.symbol_of[id(root)])
 
@@ -642,18 +635,6 @@ class KernelEmitter:
             return
         for target in stmt.targets:
             self.events.trigger(target, self.out)
-
-
-def _root_name(expr: ast.Expr) -> ast.Name | None:
-    while True:
-        if isinstance(expr, ast.Name):
-            return expr
-        if isinstance(expr, ast.Method | ast.Member | ast.Index):
-            expr = expr.value
-        elif isinstance(expr, ast.Paren):
-            expr = expr.inner
-        else:
-            return None
 
 
 def names_in(stmt: ast.Stmt) -> list[ast.Name]:

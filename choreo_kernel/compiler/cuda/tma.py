@@ -34,6 +34,7 @@ from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, source_text
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import write_once
+from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
 
@@ -130,11 +131,12 @@ class Tma:
         layout = self.emitter.layout
         inits: list[str] = []
         for stmt in loads:
-            if _member(self._future_symbol(stmt), self.bound):
+            if self._future_symbol(stmt) in self.bound:
                 continue
             context = info.context_of[id(stmt)]
             instances = layout.threads // layout.issuing_size(context)
-            base = stmt.result.id if stmt.result is not None else _root(stmt.operation.destination) or "tma"
+            root = root_name(stmt.operation.destination)
+            base = stmt.result.id if stmt.result is not None else root.id if root is not None else "tma"
             name = self.emitter.names.fresh(f"{base}_landed")
             offset = self.emitter.arena.allocate(name, 8 * instances, 8)
             landing = Landing(name, self.emitter.names.fresh(f"{name}_phase"), layout.instance(context))
@@ -377,10 +379,8 @@ class Tma:
 
     def _array_symbol(self, expr: ast.Expr) -> Symbol:
         """The global array (a parameter or host-level buffer) a TMA copy addresses."""
-        root = expr
-        while isinstance(root, ast.Method | ast.Member | ast.Index | ast.Paren):
-            root = root.inner if isinstance(root, ast.Paren) else root.value
-        symbol = self.emitter.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        root = root_name(expr)
+        symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
         value = self.emitter.bindings.get(symbol) if symbol is not None else None
         if symbol is None or not isinstance(value, View) or value.storage != "global":
             raise LoweringError(
@@ -399,16 +399,6 @@ def _swizzle(operation: ast.Operation) -> int:
     return int(argument) if argument is not None else 0
 
 
-def _member(symbol: Symbol | None, symbols: set[Symbol]) -> bool:
-    return symbol is not None and symbol in symbols
-
-
 def _kind(emitter: KernelEmitter, stmt: ast.Stmt) -> str:
     info = emitter.info.operations.get(id(stmt))
     return info.kind if info is not None else ""
-
-
-def _root(expr: ast.Expr | None) -> str | None:
-    while isinstance(expr, ast.Method | ast.Member | ast.Index):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None

@@ -30,6 +30,7 @@ from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.cuda.views import Accumulator, LoweringError, View
 
 if TYPE_CHECKING:
@@ -493,9 +494,8 @@ def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, in
 
 def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
     """The shared buffer at the root of a view, through an mma.load fragment."""
-    while isinstance(expr, ast.Method | ast.Member | ast.Index | ast.Paren):
-        expr = expr.inner if isinstance(expr, ast.Paren) else expr.value
-    symbol = info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+    root = root_name(expr)
+    symbol = info.symbol_of.get(id(root)) if root is not None else None
     if (
         symbol is not None
         and isinstance(symbol.value, Fragment)
