@@ -11,17 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.values import INT_TYPES, fold
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.source_text import expression, expressions
 from choreo_kernel.runtime.dtypes import element_type_of
 
-_C_INT_OPS = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": lambda a, b: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
-    "%": lambda a, b: a - (abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)) * b,
-}
+_DIM_OPS = ("+", "-", "*", "/", "%")
 
 
 @dataclass
@@ -61,7 +56,7 @@ def _check_scalar(function: ast.Function, param: ast.Param, value: Any) -> None:
     kind = param.type.name
     if kind == "bool":
         ok = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
-    elif kind.startswith(("s", "u")):
+    elif kind in INT_TYPES:
         ok = (isinstance(value, int) and not isinstance(value, bool)) or _is_integer_scalar(value)
     else:
         ok = (isinstance(value, (int, float)) and not isinstance(value, bool)) or _is_number_scalar(value)
@@ -109,18 +104,8 @@ def _check_array(function: ast.Function, param: ast.Param, value: Any, dims: dic
 
 
 def _binding_hint(dim: ast.Expr, dims: dict[str, int]) -> str:
-    names = sorted({n.id for n in _names(dim)} & dims.keys())
+    names = sorted({n.id for n in ast.walk_expr(dim) if isinstance(n, ast.Name)} & dims.keys())
     return f" ({', '.join(f'{n} = {dims[n]}' for n in names)} from earlier arguments)" if names else ""
-
-
-def _names(expr: ast.Expr) -> list[ast.Name]:
-    if isinstance(expr, ast.Name):
-        return [expr]
-    if isinstance(expr, ast.Paren):
-        return _names(expr.inner)
-    if isinstance(expr, ast.Binary):
-        return _names(expr.left) + _names(expr.right)
-    return []
 
 
 def _evaluate(expr: ast.Expr, dims: dict[str, int]) -> int | None:
@@ -131,9 +116,10 @@ def _evaluate(expr: ast.Expr, dims: dict[str, int]) -> int | None:
         return dims.get(expr.id)
     if isinstance(expr, ast.Paren):
         return _evaluate(expr.inner, dims)
-    if isinstance(expr, ast.Binary) and expr.op in _C_INT_OPS:
+    if isinstance(expr, ast.Binary) and expr.op in _DIM_OPS:
         left, right = _evaluate(expr.left, dims), _evaluate(expr.right, dims)
-        if left is None or right is None or (expr.op in "/%" and right == 0):
+        if left is None or right is None:
             return None
-        return int(_C_INT_OPS[expr.op](left, right))
+        result = fold(expr.op, left, right)  # a division by zero folds to text, not a number
+        return result if isinstance(result, int) else None
     return None

@@ -15,16 +15,14 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
-from choreo_kernel.runtime.sim import arith
-from choreo_kernel.runtime.sim.expressions import Evaluator, plain
+from choreo_kernel.runtime.sim.expressions import Evaluator
 from choreo_kernel.runtime.sim.frames import Frame, PerThread, Scope
-from choreo_kernel.runtime.sim.layout import statements
 
 
 def trigger_sites(info: FunctionInfo) -> dict[int, list[ast.Trigger]]:
     """id(EventDecl) -> the trigger statements that name that event."""
     sites: dict[int, list[ast.Trigger]] = {}
-    for stmt in statements(info.function.body):
+    for stmt in ast.walk_statements(info.function.body):
         if not isinstance(stmt, ast.Trigger):
             continue
         for target in stmt.targets:
@@ -69,9 +67,5 @@ def _reached(context: Context, info: FunctionInfo, evaluator: Evaluator, frame: 
             scope.names[name] = PerThread(values, bound)
     probe = Frame(scope, everyone, frame.task, block)
     for predicate in context.predicates:
-        selected = arith.truth(plain(evaluator.value(predicate, probe)))
-        if isinstance(selected, np.ndarray):
-            probe = probe.narrow(probe.lanes[selected])
-        elif not selected:
-            probe = probe.narrow(probe.lanes[:0])
+        probe = probe.narrow(evaluator.selected(predicate, probe))
     return probe.lanes

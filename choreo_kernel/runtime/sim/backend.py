@@ -21,7 +21,6 @@ from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.sim.arith import convert
 from choreo_kernel.runtime.sim.frames import Scope
 from choreo_kernel.runtime.sim.interpreter import ONE_THREAD, Interpreter
-from choreo_kernel.runtime.sim.layout import Structure
 from choreo_kernel.runtime.sim.values import Buffer
 
 
@@ -49,7 +48,7 @@ class SimFunction:
     def __init__(self, info: FunctionInfo, backend: SimBackend) -> None:
         self.info = info
         self.backend = backend
-        self.structure = Structure(info)
+        self.interpreter = Interpreter(info, backend.source, backend.filename)
         self.__name__ = info.function.name
 
     def __call__(self, *args: Any, seed: int | None = None) -> Any:
@@ -66,16 +65,8 @@ class SimFunction:
             scope.names[param.name] = Buffer(array, 0, False)
             if param.is_global and array is not value:
                 write_back.append((param, value, array))
-        backend = self.backend
-        interpreter = Interpreter(
-            self.info,
-            self.structure,
-            backend.seed if seed is None else seed,
-            backend.source,
-            backend.filename,
-        )
         with np.errstate(all="ignore"):  # NaN, overflow and casts behave as on the GPU, silently
-            result = interpreter.run_host(scope)
+            result = self.interpreter.run_host(scope, self.backend.seed if seed is None else seed)
         for param, caller, array in write_back:
             try:
                 caller[...] = array

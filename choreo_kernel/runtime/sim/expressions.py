@@ -90,6 +90,17 @@ class Evaluator:
     def view(self, expr: ast.Expr, frame: Frame) -> View:
         return self.as_view(self.raw(expr, frame), frame)
 
+    def truth(self, expr: ast.Expr, frame: Frame) -> Any:
+        """C truthiness of `expr`: a bool, or a bool per active thread."""
+        return arith.truth(plain(self.value(expr, frame)))
+
+    def selected(self, condition: ast.Expr, frame: Frame) -> np.ndarray:
+        """The threads of `frame` for which `condition` holds."""
+        holds = self.truth(condition, frame)
+        if isinstance(holds, np.ndarray):
+            return frame.lanes[holds]
+        return frame.lanes if holds else frame.lanes[:0]
+
     def uniform_int(self, expr: ast.Expr, frame: Frame) -> int:
         return _uniform(self.value(expr, frame))
 
@@ -149,20 +160,18 @@ class Evaluator:
         return result
 
     def _logical(self, expr: ast.Binary, frame: Frame) -> Any:
-        left = arith.truth(plain(self.value(expr.left, frame)))
+        left = self.truth(expr.left, frame)
         if not isinstance(left, np.ndarray):
             decided = not left if expr.op == "&&" else left
-            return left if decided else arith.truth(plain(self.value(expr.right, frame)))
+            return left if decided else self.truth(expr.right, frame)
         result = left.copy()
         undecided = left if expr.op == "&&" else ~left  # where the right side decides
         if undecided.any():
-            result[undecided] = arith.truth(
-                plain(self.value(expr.right, frame.narrow(frame.lanes[undecided])))
-            )
+            result[undecided] = self.truth(expr.right, frame.narrow(frame.lanes[undecided]))
         return result
 
     def _ternary(self, expr: ast.Ternary, frame: Frame) -> Any:
-        condition = arith.truth(plain(self.value(expr.condition, frame)))
+        condition = self.truth(expr.condition, frame)
         if not isinstance(condition, np.ndarray):
             return self.value(expr.then if condition else expr.otherwise, frame)
         branches = [

@@ -71,16 +71,17 @@ class Returned(Exception):
 
 
 class Interpreter:
-    """Runs one function for one call: its host statements, its launches and their blocks."""
+    """Runs one function: its host statements, its launches and their blocks.
 
-    def __init__(
-        self, info: FunctionInfo, structure: Structure, seed: int, source: str, filename: str
-    ) -> None:
+    Built once per function; each call brings its own scope and seed, so nothing of one
+    call outlives it here.
+    """
+
+    def __init__(self, info: FunctionInfo, source: str, filename: str) -> None:
         self.info = info
-        self.structure = structure
+        self.structure = Structure(info)
         self.source = source
         self.filename = filename
-        self.rng = random.Random(seed)
         self.evaluator = Evaluator()
         self.issuer = Issuer(info, self.evaluator)
         self.sites = trigger_sites(info)
@@ -115,19 +116,19 @@ class Interpreter:
 
     # ------------------------------------------------------------------ host
 
-    def run_host(self, scope: Scope) -> Any:
+    def run_host(self, scope: Scope, seed: int) -> Any:
         """Run the function body at host level; the returned value, or None."""
-        frame = self._open("host code", scope, Task("the host code"))
+        frame = self._open("host code", scope, Task("the host code"), random.Random(seed))
         try:
             self._run(frame, self._body(self.info.function.body, frame))
         except Returned as returned:
             return returned.value
         return None
 
-    def _open(self, label: str, scope: Scope, main: Task) -> Frame:
+    def _open(self, label: str, scope: Scope, main: Task, rng: random.Random) -> Frame:
         """The first frame of a block (or of the host code), whose layout evaluates counts in its scope."""
         layout = Layout(self.structure, lambda clause: self.evaluator.extents(clause.count, frame))
-        frame = Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(self.rng), layout))
+        frame = Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(rng), layout))
         return frame
 
     def _run(self, frame: Frame, body: Run) -> None:
@@ -309,7 +310,7 @@ class Interpreter:
                 if name is not None:
                     scope.names[name] = Bounded(value, count)
             label = f"block ({', '.join(map(str, index))})" if index else "its only block"
-            start = self._open(label, scope, Task("the block's main path"))
+            start = self._open(label, scope, Task("the block's main path"), frame.block.scheduler.rng)
             start.block.threads = start.block.layout.block_threads(stmt)
             self._run(start, self._block_body(stmt, first, start))
 
@@ -326,8 +327,9 @@ class Interpreter:
         layout = frame.block.layout
         unit = layout.size(stmt, start)
         lanes = (frame.lanes[:, None] + np.arange(unit)).ravel()
-        if self.structure.nested[id(stmt)] is not None:  # statements between levels: once per instance
-            lanes = lanes[lanes % layout.inner(stmt) == 0]
+        step = layout.body_unit(stmt)
+        if step > 1:  # statements between levels: once per instance
+            lanes = lanes[lanes % step == 0]
         inner = frame.enter(lanes)
         for name, values, bound in layout.variables(stmt, start, frame.block.threads):
             inner.scope.names[name] = PerThread(values, bound)
@@ -338,21 +340,14 @@ class Interpreter:
         if stmt.is_async:  # alone as a body: nothing follows it there
             self._spawn(stmt, frame, ())
             return None
-        lanes = self._selected(stmt.condition, frame)
+        lanes = self.evaluator.selected(stmt.condition, frame)
         if not lanes.size:
             return None
         return (yield from self._body(stmt.body, frame.narrow(lanes)))
 
-    def _selected(self, condition: ast.Expr, frame: Frame) -> np.ndarray:
-        """The threads of `frame` for which `condition` holds."""
-        selected = arith.truth(plain(self.evaluator.value(condition, frame)))
-        if isinstance(selected, np.ndarray):
-            return frame.lanes[selected]
-        return frame.lanes if selected else frame.lanes[:0]
-
     def _spawn(self, stmt: ast.InThreads, frame: Frame, rest: Sequence[ast.Stmt]) -> np.ndarray:
         """Start an `inthreads.async` path for its threads, which then run `rest`; the threads it took."""
-        lanes = self._selected(stmt.condition, frame)
+        lanes = self.evaluator.selected(stmt.condition, frame)
         if lanes.size:
             path = Task(f"path 'inthreads.async ({expression(stmt.condition)})' (line {stmt.span.line})")
             path.run = self._path(stmt.body, rest, Frame(frame.scope, lanes, path, frame.block))
@@ -426,7 +421,7 @@ class Interpreter:
         return (yield from self._body(stmt.body, inner))
 
     def _if(self, stmt: ast.If, frame: Frame) -> Run:
-        condition = arith.truth(plain(self.evaluator.value(stmt.condition, frame)))
+        condition = self.evaluator.truth(stmt.condition, frame)
         if not isinstance(condition, np.ndarray):
             branch = stmt.then if condition else stmt.otherwise
             return None if branch is None else (yield from self._body(branch, frame))
@@ -440,7 +435,7 @@ class Interpreter:
     def _while(self, stmt: ast.While, frame: Frame) -> Run:
         lanes = frame.lanes
         while lanes.size:
-            condition = arith.truth(plain(self.evaluator.value(stmt.condition, frame.narrow(lanes))))
+            condition = self.evaluator.truth(stmt.condition, frame.narrow(lanes))
             if isinstance(condition, np.ndarray):
                 lanes = lanes[condition]
             elif not condition:

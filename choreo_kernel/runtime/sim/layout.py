@@ -11,7 +11,7 @@ per instance of the level that language.md 12.2 names.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,10 +19,10 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.levels import inner_parallels
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.scope import Context, Level
+from choreo_kernel.compiler.analysis.scope import THREADS_PER_UNIT, Context, Level
 
 # Threads per instance of an innermost level with nothing nested in it.
-LEAF_UNIT = {"block": 1, "group-4": 128, "group": 32, "thread": 1}
+LEAF_UNIT = {"block": 1, **THREADS_PER_UNIT}
 
 
 class Structure:
@@ -32,7 +32,7 @@ class Structure:
         self.levels_of = info.levels_of
         self.owner: dict[int, tuple[ast.Parallel, int]] = {}  # id(clause) -> its parallel, its position
         self.nested: dict[int, ast.Parallel | None] = {}  # id(parallel) -> the first parallel inside it
-        for stmt in statements(info.function.body):
+        for stmt in ast.walk_statements(info.function.body):
             if isinstance(stmt, ast.Parallel):
                 for position, clause in enumerate(stmt.clauses):
                     self.owner[id(clause)] = (stmt, position)
@@ -42,13 +42,6 @@ class Structure:
         """The position of the first clause of `stmt` that is not a block level."""
         levels = self.levels_of[id(stmt)]
         return next((i for i, level in enumerate(levels) if level != "block"), len(levels))
-
-
-def statements(stmt: ast.Stmt) -> Iterator[ast.Stmt]:
-    """`stmt` and every statement inside it, in source order."""
-    yield stmt
-    for child in ast.child_statements(stmt):
-        yield from statements(child)
 
 
 @dataclass(frozen=True)
@@ -101,7 +94,7 @@ class Layout:
         self, stmt: ast.Parallel, start: int, threads: int, stop: int | None = None
     ) -> list[tuple[str, np.ndarray, int]]:
         """(name, value per thread of the block, bound) for the variables of clauses start..stop."""
-        local = np.arange(threads, dtype=np.int32) % self.size(stmt, self.structure.first_below_block(stmt))
+        local = np.arange(threads, dtype=np.int32) % self.block_threads(stmt)
         result = []
         for position in range(start, len(stmt.clauses) if stop is None else stop):
             clause = stmt.clauses[position]
@@ -118,12 +111,17 @@ class Layout:
         stmt, position = self.structure.owner[id(level.clause)]
         return self.size(stmt, position + 1)
 
+    def body_unit(self, stmt: ast.Parallel) -> int:
+        """Threads per execution of a statement in the body of `stmt`: 1 where each thread runs it,
+        one instance of the innermost level where parallels nested in the body make the threads."""
+        return self.inner(stmt) if self.structure.nested[id(stmt)] is not None else 1
+
     def execution_unit(self, context: Context, threads: int) -> int:
         """Threads per execution of a statement: 1 where each thread runs it, more between levels."""
         if not context.levels:
             return threads
         stmt, _ = self.structure.owner[id(context.levels[-1].clause)]
-        return self.inner(stmt) if self.structure.nested[id(stmt)] is not None else 1
+        return self.body_unit(stmt)
 
     def operation_unit(self, context: Context, family: str, threads: int) -> int:
         """Threads per instance of the level that runs a dma, tma or mma operation (12.2)."""

@@ -36,10 +36,8 @@ class Task:
     run: Generator[Blocker, None, Any] | None = None
     blocker: Blocker | None = None
     done: bool = False
-    observed: dict[tuple[object, int], int] = field(
-        default_factory=dict
-    )  # plain waits: (event, slot) -> count
-    children: list[Task] = field(default_factory=list)
+    # plain waits: (event, slot) -> the generations this path has observed
+    observed: dict[tuple[object, int], int] = field(default_factory=dict)
 
 
 class Join:
