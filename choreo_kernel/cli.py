@@ -13,20 +13,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
-
-if TYPE_CHECKING:
-    from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.driver import TARGETS, Analysis, analyze
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
-
-TARGETS = ("cuda", "sim")
 
 Runner: TypeAlias = "Callable[[argparse.Namespace], int]"  # a `run_NAME` function: the exit status
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -179,10 +175,7 @@ def _check_one(path: str, target: str, defines: dict[str, object]) -> tuple[int,
         source = _source(path)
     except CommandStopped:
         return None
-    try:
-        diagnostics: Sequence[Diagnostic] = ck.check(source, defines or None, target=target, filename=path)
-    except ck.ChoreoError as err:  # tolerated: the contract says check returns them, but they are diagnostics
-        diagnostics = err.diagnostics
+    diagnostics = ck.check(source, defines or None, target=target, filename=path)
     for diagnostic in diagnostics:
         print(diagnostic.render(source, path))
     errors = sum(d.severity == ERROR for d in diagnostics)
@@ -309,8 +302,6 @@ def _source(path: str) -> str:
 
 def _analyzed(path: str, defines: list[tuple[str, object]], target: str) -> tuple[str, Analysis]:
     """The source of `path` and its analysis, for the commands that go on to write something from it."""
-    from choreo_kernel.compiler.driver import analyze
-
     source = _source(path)
     analysis = analyze(source, dict(defines) or None, target=target)
     if analysis.has_errors:

@@ -343,6 +343,12 @@ class Operation(Node):
     def is_async(self) -> bool:
         return "async" in self.qualifiers
 
+    @property
+    def words(self) -> list[str]:
+        """The qualifiers that say what the operation does (`["load"]`, `["row", "row"]`): without
+        `async` and `swiz`, which say how."""
+        return [q for q in self.qualifiers if q not in ("async", "swiz")]
+
 
 @dataclass(frozen=True, eq=False)
 class OperationStmt(Stmt):

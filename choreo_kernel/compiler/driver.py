@@ -9,7 +9,9 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.asyncflow import AsyncFlow
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo, Resolver
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, DiagnosticSink, Note, Span
-from choreo_kernel.compiler.graph.checks import check_dependencies
+from choreo_kernel.compiler.graph.build import build_function_graph
+from choreo_kernel.compiler.graph.checks import check_graph
+from choreo_kernel.compiler.graph.model import Graph
 from choreo_kernel.compiler.parser import parse
 from choreo_kernel.compiler.preprocess import preprocess
 
@@ -18,10 +20,12 @@ TARGETS = ("cuda", "sim")
 
 @dataclass
 class Analysis:
-    """The front end's result: the program, what analysis learned per function, all diagnostics."""
+    """The front end's result: the program, what analysis learned per function and the dependency
+    graph its checks read, all diagnostics."""
 
     program: ast.Program
     functions: dict[str, FunctionInfo]
+    graphs: dict[str, Graph]
     diagnostics: list[Diagnostic]
 
     @property
@@ -42,6 +46,7 @@ def analyze(
     preprocessed = preprocess(source, sink, defines)
     program = parse(preprocessed.text, preprocessed.source_map, sink, host_code)
     functions: dict[str, FunctionInfo] = {}
+    graphs: dict[str, Graph] = {}
     names = frozenset(function.name for function in program.functions)
     for function in program.functions:
         if function.name in functions:
@@ -54,12 +59,13 @@ def analyze(
             continue
         info = Resolver(sink, target, names).function(function)
         AsyncFlow(info, sink, target).run()
-        check_dependencies(info, sink)
+        graphs[function.name] = build_function_graph(info)
+        check_graph(graphs[function.name], sink)
         functions[function.name] = info
-    defines_macros = preprocessed.macros.keys() - (defines or {}).keys()  # a notebook's macro cell
-    if not program.functions and source.strip() and not sink.has_errors and not defines_macros:
+    # Only directives and comments (a notebook's macro cell) leave nothing to look for a function in.
+    if not program.functions and preprocessed.text.strip() and not sink.has_errors:
         sink.warning("no '__co__' function found", Span(1, 1, 1, 2))
-    return Analysis(program, functions, _ordered(sink.diagnostics))
+    return Analysis(program, functions, graphs, _ordered(sink.diagnostics))
 
 
 def _ordered(diagnostics: list[Diagnostic]) -> list[Diagnostic]:

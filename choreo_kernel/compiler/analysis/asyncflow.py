@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.arrivals import direct_arrivals
-from choreo_kernel.compiler.analysis.flow import ForwardFlow
+from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.levels import const_int
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.values import Event, Future, FutureInfo, Symbol
+from choreo_kernel.compiler.analysis.values import Event, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
 from choreo_kernel.compiler.source_text import expression, expressions
 
@@ -90,15 +90,11 @@ class AsyncFlow(ForwardFlow[State]):
     def _event_use(
         self, expr: ast.Expr, stmt: ast.Stmt, is_trigger: bool, loops: tuple[ast.Stmt, ...]
     ) -> EventUse | None:
-        form = "plain"
-        root = expr
-        if isinstance(expr, ast.Method) and expr.name == "at":
-            form, root = "at", expr.value
-        while isinstance(root, ast.Index):
-            form, root = "index", root.value
-        symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
-        if symbol is None or not isinstance(symbol.value, Event):
+        symbol = self.info.event_named(expr)
+        if symbol is None:
             return None
+        inner = expr.value if isinstance(expr, ast.Method) and expr.name == "at" else expr
+        form = "index" if isinstance(inner, ast.Index) else "at" if inner is not expr else "plain"
         return EventUse(symbol, form, expr, stmt, is_trigger, loops)
 
     def _check_events(self) -> None:
@@ -280,14 +276,14 @@ class AsyncFlow(ForwardFlow[State]):
             return self._operation(stmt, state)
         if isinstance(stmt, ast.Wait):
             for target in stmt.targets:
-                symbol = self._future_symbol(target)
+                symbol = self.info.future_named(target)
                 if symbol is not None:
                     state[symbol] = self._wait(symbol, stmt, target, state.get(symbol, frozenset()))
             return state
         if isinstance(stmt, ast.Trigger):
             return self._trigger(stmt, state)
-        if isinstance(stmt, ast.ExprStmt):
-            return self._rotate(stmt.expr, state)
+        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
+            rotate_futures(self.info, stmt.expr, state)  # the futures move with their states
         return state
 
     def _copy(self, state: State) -> State:
@@ -299,15 +295,11 @@ class AsyncFlow(ForwardFlow[State]):
             joined[symbol] = joined.get(symbol, frozenset()) | facts
         return joined
 
-    def _future_symbol(self, expr: ast.Expr) -> Symbol | None:
-        symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
-        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
-
     def _operation(self, stmt: ast.OperationStmt, state: State) -> State:
         operation = stmt.operation
         info = self.info.operations.get(id(stmt))
         for item in operation.after:
-            symbol = self._future_symbol(item)
+            symbol = self.info.future_named(item)
             if symbol is not None:
                 state[symbol] = frozenset(
                     Fact(USED, f.producer) if f.status == PENDING else f
@@ -402,7 +394,7 @@ class AsyncFlow(ForwardFlow[State]):
                 )
         event = expression(stmt.targets[0])
         for item in stmt.after:
-            symbol = self._future_symbol(item)
+            symbol = self.info.future_named(item)
             if symbol is None:
                 continue
             facts = state.get(symbol, frozenset())
@@ -465,22 +457,6 @@ class AsyncFlow(ForwardFlow[State]):
             else:
                 continue
             return
-
-    def _rotate(self, expr: ast.Expr, state: State) -> State:
-        """`swap(a, b)` and `rotate(a, b, c)` move the futures (and their states) between names."""
-        if not (isinstance(expr, ast.Call) and isinstance(expr.callee, ast.Name)):
-            return state
-        if expr.callee.id not in ("swap", "rotate"):
-            return state
-        symbols = [self._future_symbol(arg) for arg in expr.args]
-        if any(s is None for s in symbols) or len(symbols) < 2:
-            return state
-        facts = [state.get(s, frozenset()) for s in symbols if s is not None]
-        rotated = facts[1:] + facts[:1]
-        for symbol, new in zip(symbols, rotated):
-            assert symbol is not None
-            state[symbol] = new
-        return state
 
 
 def _trip_count(loop: ast.Stmt) -> int | None:

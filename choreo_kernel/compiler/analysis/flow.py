@@ -5,7 +5,8 @@ state before them and join after; loops are walked twice, so that what one trip 
 the top of the body, and are taken to run at least once (a future made before a loop and
 consumed in it is not pending on a zero-trip path); scopes that neither branch nor repeat
 (parallel, with, blocks) pass the state straight through. What the state holds, how two states
-join and what each simple statement does to it belong to the pass.
+join and what each simple statement does to it belong to the pass; what a swap or rotation does
+to the futures is the same for both.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve import FUTURE_BUILTINS, FunctionInfo
+from choreo_kernel.compiler.analysis.values import Symbol
 
 FlowState = TypeVar("FlowState")
+Held = TypeVar("Held")
 
 
 class ForwardFlow(ABC, Generic[FlowState]):
@@ -70,3 +74,22 @@ class ForwardFlow(ABC, Generic[FlowState]):
         if isinstance(stmt, ast.Unsupported) and stmt.inner is not None:
             return self._statement(stmt.inner, state)
         return self._simple(stmt, state)
+
+
+def is_rotation(call: ast.Call) -> bool:
+    """`swap(a, b)` and `rotate(a, b, c)` move futures between names."""
+    return isinstance(call.callee, ast.Name) and call.callee.id in FUTURE_BUILTINS
+
+
+def rotate_futures(info: FunctionInfo, call: ast.Call, futures: dict[Symbol, frozenset[Held]]) -> None:
+    """A rotation's effect: each future variable takes what the next one held, the last the first's.
+
+    Nothing moves unless every argument names a future (the resolver reports the others).
+    """
+    symbols = [info.future_named(arg) for arg in call.args]
+    named = [symbol for symbol in symbols if symbol is not None]
+    if len(named) < 2 or len(named) < len(symbols):
+        return
+    held = [futures.get(symbol, frozenset()) for symbol in named]
+    for symbol, value in zip(named, held[1:] + held[:1]):
+        futures[symbol] = value

@@ -69,6 +69,19 @@ class FunctionInfo:
     events: list[Symbol] = field(default_factory=list)
     returns: Value | None = None
 
+    def future_named(self, expr: ast.Expr) -> Symbol | None:
+        """The future variable that `expr` names (`wait f`, `after f`, `swap(f, g)`), if it names one."""
+        symbol = self.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
+
+    def event_named(self, expr: ast.Expr) -> Symbol | None:
+        """The event that a wait or trigger operand names: `E`, a slot `E[i]`, a generation `E.at(order)`."""
+        root = expr.value if isinstance(expr, ast.Method) and expr.name == "at" else expr
+        while isinstance(root, ast.Index):
+            root = root.value
+        symbol = self.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        return symbol if symbol is not None and isinstance(symbol.value, Event) else None
+
 
 class Resolver:
     def __init__(
@@ -803,7 +816,7 @@ class Resolver:
 
     def _tma(self, stmt: ast.OperationStmt, context: Context) -> FutureInfo | None:
         operation = stmt.operation
-        words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+        words = operation.words
         if words == ["any"]:
             return FutureInfo(operation, stmt, "placeholder", False)
         if words not in (["load"], ["copy"]):

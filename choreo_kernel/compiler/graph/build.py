@@ -15,11 +15,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.flow import is_rotation
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.graph import model
-from choreo_kernel.compiler.graph.handoff import find_handoffs, is_rotation, written_expr
+from choreo_kernel.compiler.graph.handoff import find_handoffs, written_expr
 from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Graph, Node
 from choreo_kernel.compiler.source_text import expression, expressions, operation_name
 
@@ -28,12 +29,12 @@ if TYPE_CHECKING:
 
 
 def build_graph(analysis: Analysis, name: str) -> Graph:
-    """The graph of `__co__` function `name` of an analyzed program."""
-    info = analysis.functions.get(name)
-    if info is None:
+    """The graph of `__co__` function `name` of an analyzed program (analysis built it for its checks)."""
+    graph = analysis.graphs.get(name)
+    if graph is None:
         known = ", ".join(analysis.functions) or "none"
         raise KeyError(f"no __co__ function '{name}' (the program has: {known})")
-    return build_function_graph(info)
+    return graph
 
 
 def build_function_graph(info: FunctionInfo) -> Graph:
@@ -208,7 +209,7 @@ class _Builder:
 
     def _operation(self, stmt: ast.OperationStmt, at: _Position, last: Last) -> Last:
         operation = stmt.operation
-        words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+        words = operation.words
         future = self.info.futures.get(id(stmt))
         if words == ["any"] or words[:1] == ["fill"]:
             if future is not None:  # `next = dma.any;`: a placeholder future, no operation
@@ -236,7 +237,7 @@ class _Builder:
             future_node = self._future(future, at, category)
             self._edge(node.id, future_node, model.PRODUCES, stmt.span)
         for item in operation.after:
-            symbol = self._future_of(item)
+            symbol = self.info.future_named(item)
             if symbol is not None:
                 self._edge(self._future(symbol, at), node.id, model.AFTER, item.span, future=symbol.name)
         return self._step(node, last)
@@ -257,7 +258,7 @@ class _Builder:
         node = self._node(model.WAIT, title, stmt.span, at)
         self.node_of[id(stmt)] = node.id
         for target in stmt.targets:
-            future = self._future_of(target)
+            future = self.info.future_named(target)
             if future is not None:
                 self._edge(self._future(future, at), node.id, model.CONSUMED_BY, target.span, via="wait")
             event = self._event_of(target)
@@ -274,7 +275,7 @@ class _Builder:
         node = self._node(model.TRIGGER, title, stmt.span, at, bound=bool(stmt.after))
         self.node_of[id(stmt)] = node.id
         for item in stmt.after:
-            future = self._future_of(item)
+            future = self.info.future_named(item)
             if future is not None:
                 self._edge(
                     self._future(future, at), node.id, model.CONSUMED_BY, item.span, via="trigger-after"
@@ -295,7 +296,7 @@ class _Builder:
         node = self._node(model.SWAP, expression(call), stmt.span, at)
         self.node_of[id(stmt)] = node.id
         for arg in call.args:
-            future = self._future_of(arg)
+            future = self.info.future_named(arg)
             if future is not None:
                 self._edge(self._future(future, at), node.id, model.CONSUMED_BY, arg.span, via="swap")
         return self._step(node, last)
@@ -373,16 +374,9 @@ class _Builder:
     def _symbol_at(self, span: Span) -> Symbol | None:
         return next((symbol for symbol in self.info.events if symbol.span == span), None)
 
-    def _future_of(self, expr: ast.Expr) -> Symbol | None:
-        symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
-        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
-
     def _event_of(self, expr: ast.Expr) -> Symbol | None:
-        root: ast.Expr = expr.value if isinstance(expr, ast.Method) and expr.name == "at" else expr
-        while isinstance(root, ast.Index):
-            root = root.value
-        symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
-        return symbol if symbol is not None and symbol in self.event_nodes else None
+        symbol = self.info.event_named(expr)
+        return symbol if symbol in self.event_nodes else None
 
 
 def _event_use(event: Symbol, target: ast.Expr) -> dict[str, Attribute]:

@@ -10,19 +10,13 @@ consumer advance a ring's generations at the same pace.
 
 from __future__ import annotations
 
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
 from choreo_kernel.compiler.graph import model
-from choreo_kernel.compiler.graph.build import build_function_graph
 from choreo_kernel.compiler.graph.model import Graph, Node
 
 
-def check_dependencies(info: FunctionInfo, sink: DiagnosticSink) -> None:
-    """Build the graph of one analyzed function and report what it shows to be wrong."""
-    check_graph(build_function_graph(info), sink)
-
-
 def check_graph(graph: Graph, sink: DiagnosticSink) -> None:
+    """Report what the graph of one analyzed function shows to be wrong."""
     check_reads_after_writes(graph, sink)
     check_ring_balance(graph, sink)
 

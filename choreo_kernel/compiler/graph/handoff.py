@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.flow import ForwardFlow
+from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
@@ -85,7 +85,8 @@ class _HandOffs(ForwardFlow[_State]):
         self.published: dict[Symbol, Operations] = {}  # event -> writers whose completion it publishes
         self.found: dict[tuple[int, int, str], HandOff] = {}
         self.triggered: set[Symbol] = set()  # events some statement triggers
-        self._collect(info.function.body)
+        for stmt in ast.walk_statements(info.function.body):
+            self._collect(stmt)
 
     def run(self) -> list[HandOff]:
         while True:
@@ -99,15 +100,15 @@ class _HandOffs(ForwardFlow[_State]):
 
     def _collect(self, stmt: ast.Stmt) -> None:
         if isinstance(stmt, ast.Trigger):
-            self.triggered |= {event for event in map(self._event, stmt.targets) if event is not None}
+            self.triggered |= {
+                event for event in map(self.info.event_named, stmt.targets) if event is not None
+            }
         if isinstance(stmt, ast.OperationStmt):
             write = self._write_of(stmt)
             if write is not None:
                 self.writes[id(stmt)] = write
                 if write.symbol is not None:
                     self.writers_of.setdefault(write.symbol, []).append(write)
-        for child in ast.child_statements(stmt):
-            self._collect(child)
 
     def _write_of(self, stmt: ast.OperationStmt) -> Write | None:
         operation = stmt.operation
@@ -131,7 +132,8 @@ class _HandOffs(ForwardFlow[_State]):
             self._trigger(stmt, state)
             return state
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
-            return self._rotate(stmt.expr, state)
+            rotate_futures(self.info, stmt.expr, state.futures)
+            return state
         self._reads(stmt, _read_positions(stmt), state)
         return state
 
@@ -159,7 +161,7 @@ class _HandOffs(ForwardFlow[_State]):
         ordered = {
             producer: f"after {expression(item)}"
             for item in stmt.operation.after
-            if (symbol := self._future(item)) is not None
+            if (symbol := self.info.future_named(item)) is not None
             for producer in state.futures.get(symbol, frozenset())
         }
         self._reads(stmt, _operation_reads(stmt.operation), state, ordered)
@@ -178,10 +180,10 @@ class _HandOffs(ForwardFlow[_State]):
 
     def _wait(self, stmt: ast.Wait, state: _State) -> _State:
         for target in stmt.targets:
-            future = self._future(target)
+            future = self.info.future_named(target)
             if future is not None:
                 self._observe(state, state.futures.get(future, frozenset()), f"wait {future.name}")
-            event = self._event(target)
+            event = self.info.event_named(target)
             if event is None:
                 continue
             if event in self.triggered or (isinstance(event.value, Event) and event.value.ready):
@@ -199,7 +201,7 @@ class _HandOffs(ForwardFlow[_State]):
     def _trigger(self, stmt: ast.Trigger, state: _State) -> None:
         published: Operations = frozenset() if stmt.after else frozenset(state.observed)
         for item in stmt.after:
-            future = self._future(item)
+            future = self.info.future_named(item)
             if future is not None:
                 held = state.futures.get(future, frozenset())
                 published |= held
@@ -208,19 +210,9 @@ class _HandOffs(ForwardFlow[_State]):
                 rejected = {w for w in held if self._kind(w) != "tma-load"}
                 self._observe(state, frozenset(rejected), f"trigger after {future.name}")
         for target in stmt.targets:
-            event = self._event(target)
+            event = self.info.event_named(target)
             if event is not None:
                 self.published[event] = self.published.get(event, frozenset()) | published
-
-    def _rotate(self, call: ast.Call, state: _State) -> _State:
-        symbols = [self._future(arg) for arg in call.args]
-        if len(symbols) < 2 or any(symbol is None for symbol in symbols):
-            return state
-        held = [state.futures.get(symbol, frozenset()) for symbol in symbols if symbol is not None]
-        for symbol, operations in zip(symbols, held[1:] + held[:1]):
-            if symbol is not None:
-                state.futures[symbol] = operations
-        return state
 
     # ------------------------------------------------------------------ reads
 
@@ -306,26 +298,10 @@ class _HandOffs(ForwardFlow[_State]):
         info = self.info.operations.get(id(stmt))
         return info.kind if info is not None else ""
 
-    def _future(self, expr: ast.Expr) -> Symbol | None:
-        symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
-        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
-
-    def _event(self, expr: ast.Expr) -> Symbol | None:
-        root: ast.Expr = expr.value if isinstance(expr, ast.Method) else expr
-        while isinstance(root, ast.Index):
-            root = root.value
-        symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
-        return symbol if symbol is not None and isinstance(symbol.value, Event) else None
-
-
-def is_rotation(call: ast.Call) -> bool:
-    """`swap(a, b)` and `rotate(a, b, c)` move futures between names."""
-    return isinstance(call.callee, ast.Name) and call.callee.id in ("swap", "rotate")
-
 
 def written_expr(operation: ast.Operation) -> ast.Expr | None:
     """What an operation writes: a copy's destination, an MMA's accumulator, where mma.store stores."""
-    words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+    words = operation.words
     if operation.family in ("dma", "tma") and words != ["any"]:
         return operation.destination
     if operation.family == "mma" and words[:1] in (["row"], ["col"]) and operation.args:
@@ -353,7 +329,7 @@ def _same_slot(written: str | None, read: str | None) -> bool:
 def _operation_reads(operation: ast.Operation) -> tuple[ast.Expr, ...]:
     """The operands an operation reads: a copy's source, an MMA's A and B (the accumulator is updated in
     place, and chained WGMMAs on one accumulator are ordered by the hardware), what mma.store stores."""
-    words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+    words = operation.words
     if operation.family != "mma":
         return operation.args
     if words[:1] in (["row"], ["col"]):
