@@ -27,6 +27,7 @@ from cuda_corpus import PROGRAMS  # noqa: E402
 import choreo_kernel as ck  # noqa: E402
 from choreo_kernel.compiler.cuda import emit_program  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
+from choreo_kernel.kernel.timing import wall_clock_seconds  # noqa: E402
 from choreo_kernel.runtime import cuda  # noqa: E402
 
 WARM_TARGET_MS = 5.0
@@ -38,21 +39,15 @@ COLD_TARGET_MS = 500.0
 
 
 def milliseconds(run: Callable[[], object], runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+    return statistics.median(wall_clock_seconds(run, runs)) * 1000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs of each warm step")
     args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory() as cache
-    ):  # NVRTC's first use loads the library: not a per-program cost
+    # NVRTC's first use loads the library: not a per-program cost.
+    with tempfile.TemporaryDirectory() as cache:
         start = time.perf_counter()
         cuda.compile_module(emit_program(analyze(SOURCES[0][1])), Path(cache))
         first = (time.perf_counter() - start) * 1000

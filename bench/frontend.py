@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import choreo_kernel as ck
+from choreo_kernel.kernel.timing import wall_clock_seconds
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "conformance"
 TARGET_MS = 30.0
@@ -23,12 +23,7 @@ def time_check(source: str, runs: int, warmup: int = 3) -> list[float]:
     """Milliseconds per `ck.check`, after warm-up runs that fill lark's and Python's caches."""
     for _ in range(warmup):
         ck.check(source)
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        ck.check(source)
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+    return [seconds * 1000 for seconds in wall_clock_seconds(lambda: ck.check(source), runs)]
 
 
 def p90(samples: list[float]) -> float:

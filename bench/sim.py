@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import choreo_kernel as ck
+from choreo_kernel.kernel.timing import wall_clock_seconds
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))
@@ -50,12 +51,7 @@ def time_gemm(runs: int) -> list[float]:
     lhs = rng.uniform(-1, 1, (128, 128)).astype(np.float16)
     rhs = rng.uniform(-1, 1, (128, 128)).astype(np.float16)
     gemm(lhs, rhs)  # warm-up: NumPy's and BLAS's first-call costs
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        gemm(lhs, rhs)
-        samples.append(time.perf_counter() - start)
-    return samples
+    return wall_clock_seconds(lambda: gemm(lhs, rhs), runs)
 
 
 def main() -> None:

@@ -32,6 +32,9 @@ from pygments.token import (
     _TokenType,
 )
 
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES
+from choreo_kernel.compiler.parser import TYPE_ALIASES
+
 __all__ = ["TOKEN_KINDS", "ChoreoLexer", "token_kind"]
 
 # The kinds that both highlighters know, each with its Pygments token type. The
@@ -70,9 +73,7 @@ _KEYWORDS = _words(
     "__co__ __to after break by call continue else foreach if in return trigger wait where while with"
 )
 _STORAGE = _words("global shared local frag mutable")
-_ELEMENT_TYPES = _words(
-    "f64 f32 tf32 f16 bf16 f8_e4m3 f8_e5m2 f8 s64 u64 s32 u32 s16 u16 s8 u8 bool int float"
-)
+_ELEMENT_TYPES = (*ELEMENT_BYTES, *TYPE_ALIASES)  # the compiler's, aliases (`int`, `f8`) included
 _OTHER_TYPES = _words("void auto event mdspan ituple")
 _DIRECTIVES = _words("define undef ifdef ifndef if elif else endif include pragma error warning line")
 

@@ -1,4 +1,5 @@
-"""The argument generators of the corpus header (tests/conformance/README.md): CALL's `name=generator`.
+"""The argument generators of the corpus header (tests/conformance/README.md): CALL's `name=generator`,
+and the comparison of a result with REF under TOL.
 
 `rand(T, d0, d1, ...)` is uniform in [-1, 1) for float types, integers in [-8, 8) for
 signed types and [0, 8) for unsigned ones; `zeros`, `ones`, `arange` (0 .. n-1 reshaped);
@@ -54,3 +55,14 @@ def relative_error(got: Any, ref: Any) -> float:
     if not ref64.size:
         return 0.0
     return float(np.max(np.abs(got64 - ref64)) / max(float(np.max(np.abs(ref64))), 1.0))
+
+
+def assert_close(got: Any, expected: Any, tol: float | None, what: str) -> None:
+    """`got` equals `expected` (TOL absent: exactly, NaN never equal) or within relative error `tol`."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    if tol is None:
+        assert np.array_equal(got, expected), f"{what} differs from the reference:\n{got}\n{expected}"
+    else:
+        error = relative_error(got, expected)
+        assert error <= tol, f"{what}: relative error {error:.3g} over {tol}"

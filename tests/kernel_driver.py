@@ -41,8 +41,9 @@ class CellRun:
         """The mime bundles of display_data messages, in order."""
         return [m["content"]["data"] for m in self.outputs if m["msg_type"] == "display_data"]
 
-    def errors(self) -> list[dict[str, Any]]:
-        return [m["content"] for m in self.outputs if m["msg_type"] == "error"]
+    def results(self) -> list[str]:
+        """The text/plain of execute_result messages (the value of a cell's last expression), in order."""
+        return [m["content"]["data"]["text/plain"] for m in self.outputs if m["msg_type"] == "execute_result"]
 
     @property
     def traceback(self) -> str:
@@ -50,9 +51,23 @@ class CellRun:
         return _ANSI.sub("", "\n".join(self.reply.get("traceback", [])))
 
 
+def ok(run: CellRun) -> CellRun:
+    """`run`, after checking that its cell succeeded (the traceback says why when it did not)."""
+    assert run.status == "ok", run.traceback
+    return run
+
+
 class KernelDriver:
+    """A kernel started by kernelspec name; `with KernelDriver(name) as driver:` shuts it down after."""
+
     def __init__(self, kernel_name: str) -> None:
         self.manager, self.client = start_new_kernel(kernel_name=kernel_name, startup_timeout=TIMEOUT)
+
+    def __enter__(self) -> KernelDriver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def run(self, code: str, timeout: float = TIMEOUT, **options: Any) -> CellRun:
         """Execute `code` and wait for its reply and its outputs (until the kernel is idle again)."""

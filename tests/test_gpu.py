@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from corpus import Program
 from cuda_corpus import PROGRAMS
-from generators import make_arguments, relative_error
+from generators import assert_close, make_arguments
 from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
@@ -31,16 +31,6 @@ def arguments(program: Program, seed: int = 0) -> dict[str, Any]:
 
 def host(value: Any) -> Any:
     return value.get() if hasattr(value, "get") else value
-
-
-def assert_close(got: Any, expected: Any, tol: float | None, what: str) -> None:
-    got, expected = np.asarray(host(got)), np.asarray(expected)
-    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
-    if tol is None:
-        np.testing.assert_array_equal(got, expected, err_msg=what)
-        return
-    error = relative_error(got, expected)
-    assert error <= tol, f"{what}: relative error {error:.3g} over {tol}"
 
 
 def run_on_sim(program: Program) -> Any:
@@ -64,11 +54,11 @@ def test_program_matches_its_reference_and_sim(program: Program) -> None:
     result = module.function(program.function)(*passed.values())
     scope = {"np": np, **before}
     if program.ref is not None:
-        assert_close(result, eval(program.ref, scope), program.tol, "the result")
+        assert_close(host(result), eval(program.ref, scope), program.tol, "the result")
     for name, expression in program.ref_args:
-        assert_close(passed[name], eval(expression, scope), program.tol, f"argument '{name}'")
+        assert_close(host(passed[name]), eval(expression, scope), program.tol, f"argument '{name}'")
     if sim_available() and program.ref is not None:
-        assert_close(result, run_on_sim(program), program.tol, "the result against sim")
+        assert_close(host(result), run_on_sim(program), program.tol, "the result against sim")
 
 
 def test_a_never_triggered_event_raises_naming_it() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import nbformat
 import pytest
-from kernel_driver import KernelDriver
+from kernel_driver import KernelDriver, ok
 from nbclient import NotebookClient
 from programs import ADD, BLEND
 
@@ -40,23 +40,19 @@ __co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
 
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[KernelDriver]:
-    driver = KernelDriver("choreo")
-    yield driver
-    driver.close()
+    with KernelDriver("choreo") as driver:
+        yield driver
 
 
 @pytest.fixture
 def fresh_kernel() -> Iterator[KernelDriver]:
-    driver = KernelDriver("choreo")
-    yield driver
-    driver.close()
+    with KernelDriver("choreo") as driver:
+        yield driver
 
 
 def python(driver: KernelDriver, code: str) -> str:
     """Run a `%%python` cell that must succeed; its stdout."""
-    run = driver.run("%%python\n" + code)
-    assert run.status == "ok", run.traceback
-    return run.stream()
+    return ok(driver.run("%%python\n" + code)).stream()
 
 
 def test_a_choreo_cell_shows_one_summary_line_per_function(kernel: KernelDriver) -> None:
@@ -176,9 +172,7 @@ def test_cuda_bundle_is_highlighted_cuda(kernel: KernelDriver) -> None:
 def test_other_magics_stay_ipython(kernel: KernelDriver) -> None:
     run = kernel.run("%time 6 * 7")
     assert run.status == "ok", run.traceback
-    assert [m["content"]["data"]["text/plain"] for m in run.outputs if m["msg_type"] == "execute_result"] == [
-        "42"
-    ]
+    assert run.results() == ["42"]
 
 
 def test_python_tracebacks_keep_the_cells_line_numbers(kernel: KernelDriver) -> None:
@@ -230,8 +224,7 @@ def test_interrupt_aborts_a_long_sim_run_and_the_kernel_survives(fresh_kernel: K
 
 
 def test_load_ext_gives_a_python_kernel_the_cell_magic() -> None:
-    driver = KernelDriver("python3")
-    try:
+    with KernelDriver("python3") as driver:
         assert driver.run("%load_ext choreo_kernel").status == "ok"
         run = driver.run("%%choreo --target sim\n" + ADD)
         assert run.status == "ok", run.traceback
@@ -240,15 +233,10 @@ def test_load_ext_gives_a_python_kernel_the_cell_magic() -> None:
             "import numpy as np\na = np.ones((16, 16), np.float32)\ncallable(add), choreo.functions"
         )
         assert run.status == "ok", run.traceback
-        results = [
-            m["content"]["data"]["text/plain"] for m in run.outputs if m["msg_type"] == "execute_result"
-        ]
-        assert results == ["(True, ['add'])"]
+        assert run.results() == ["(True, ['add'])"]
         run = driver.run("%%choreo\n" + UNDECLARED)
         assert run.reply["ename"] == "ChoreoError"
         assert f"cell[{run.reply['execution_count']}]:4:5: error: 'c' is not declared" in run.traceback
-    finally:
-        driver.close()
 
 
 def test_a_notebook_runs_top_to_bottom_with_nbclient() -> None:

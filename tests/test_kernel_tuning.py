@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from kernel_driver import CellRun, KernelDriver
+from kernel_driver import KernelDriver, ok
 
 from choreo_kernel.kernel.resources import KernelResources, resources_bundle
 from choreo_kernel.kernel.sweep import difference, grid_points
@@ -38,16 +38,10 @@ DATA = "%%python\nimport numpy as np\na = np.ones((32, 32), np.float32)\nb = np.
 
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[KernelDriver]:
-    driver = KernelDriver("choreo")
-    for cell in ("%%choreo --target sim\n" + SCALED_ADD, DATA):
-        assert driver.run(cell).status == "ok"
-    yield driver
-    driver.close()
-
-
-def ok(run: CellRun) -> CellRun:
-    assert run.status == "ok", run.traceback
-    return run
+    with KernelDriver("choreo") as driver:
+        for cell in ("%%choreo --target sim\n" + SCALED_ADD, DATA):
+            assert driver.run(cell).status == "ok"
+        yield driver
 
 
 def test_bench_on_sim_gives_a_median_and_a_rate(kernel: KernelDriver) -> None:
@@ -119,20 +113,16 @@ def test_resources_on_sim_says_it_needs_cuda(kernel: KernelDriver) -> None:
 
 
 def test_load_ext_brings_the_tuning_magics_to_a_python_kernel() -> None:
-    driver = KernelDriver("python3")
-    try:
+    with KernelDriver("python3") as driver:
         ok(driver.run("%load_ext choreo_kernel"))
         ok(driver.run("%%choreo --target sim\n" + SCALED_ADD))
         ok(driver.run(DATA.removeprefix("%%python\n")))
         assert "median" in ok(driver.run("%bench add(a, b) -n 1")).stream()
-    finally:
-        driver.close()
 
 
 @pytest.mark.gpu
 def test_resources_on_cuda_reads_the_binary() -> None:
-    driver = KernelDriver("choreo")
-    try:
+    with KernelDriver("choreo") as driver:
         ok(driver.run("%%choreo --target cuda\n" + SCALED_ADD))
         (table,) = ok(driver.run("%resources add")).displays()
         assert "registers/thread" in table["text/plain"] and "add_kernel" in table["text/plain"]
@@ -140,8 +130,6 @@ def test_resources_on_cuda_reads_the_binary() -> None:
             driver.run("%%python\nk, = _resources\nprint(k.threads, k.registers > 0, 0 < k.occupancy <= 1)")
         )
         assert out.stream() == "256 True True\n"
-    finally:
-        driver.close()
 
 
 # ---------------------------------------------------------------------------- without a kernel

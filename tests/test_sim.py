@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from corpus import Program, load, parse_call
-from generators import make_arguments, relative_error
+from generators import assert_close, make_arguments, relative_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from programs import GUARDED_TRIGGER
@@ -47,16 +47,6 @@ def _call(program: Program, seed: int) -> tuple[Any, dict[str, Any], dict[str, A
     return result, arguments, before
 
 
-def _assert_close(program: Program, what: str, got: Any, ref: Any) -> None:
-    got, ref = np.asarray(got), np.asarray(ref)
-    assert got.shape == ref.shape, f"{what}: shape {got.shape}, expected {ref.shape}"
-    if program.tol is None:
-        assert np.array_equal(got, ref), f"{what} differs from the reference:\n{got}\n{ref}"
-    else:
-        error = relative_error(got, ref)
-        assert error <= program.tol, f"{what}: relative error {error} > {program.tol}"
-
-
 def test_corpus_has_sim_programs() -> None:
     assert len(SIM_PROGRAMS) >= 30
 
@@ -70,9 +60,9 @@ def test_corpus_program_matches_reference(program: Program, seed: int) -> None:
     result, arguments, before = _call(program, seed)
     env = {"np": np, **before}
     if program.ref is not None:
-        _assert_close(program, "the result", result, eval(program.ref, env))
+        assert_close(result, eval(program.ref, env), program.tol, "the result")
     for name, expression in program.ref_args:
-        _assert_close(program, f"argument '{name}'", arguments[name], eval(expression, env))
+        assert_close(arguments[name], eval(expression, env), program.tol, f"argument '{name}'")
 
 
 # ---------------------------------------------------------------- protocol bugs

@@ -6,17 +6,17 @@ shows something useful, next to the rich form a notebook renders.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from choreo_kernel.compiler.diagnostics import ChoreoError
-from choreo_kernel.kernel.summary import describe
 from choreo_kernel.module import Module
 
 Bundle = dict[str, str]
 
 
-def summary_bundle(module: Module) -> Bundle:
-    """One line per function: signature, kernels, threads per block, shared memory."""
-    lines = [describe(module.analysis.functions[name], module.source) for name in module.functions]
-    return {"text/plain": "\n".join(lines)}
+def summary_bundle(summaries: Iterable[str]) -> Bundle:
+    """One line per function (kernel/summary.py's `describe`): signature, kernels, threads, shared memory."""
+    return {"text/plain": "\n".join(summaries)}
 
 
 def graph_bundle(module: Module, name: str) -> Bundle:

@@ -21,9 +21,8 @@ import choreo_kernel
 from choreo_kernel.kernel.cells import CHOREO, PYTHON, choreo_is_complete, split_cell
 from choreo_kernel.kernel.completion import complete
 from choreo_kernel.kernel.inspection import help_at
-from choreo_kernel.kernel.magics import ChoreoMagics
+from choreo_kernel.kernel.magics import register_magics
 from choreo_kernel.kernel.session import ChoreoSession
-from choreo_kernel.kernel.tuning import TuningMagics
 
 
 class ChoreoShell(ZMQInteractiveShell):
@@ -38,8 +37,7 @@ class ChoreoShell(ZMQInteractiveShell):
         super().__init__(**kwargs)
         self.choreo_session = ChoreoSession(self)
         # `%%choreo` as a magic too, on the same session: `run_cell_magic` from Python works alike.
-        self.register_magics(ChoreoMagics(self, self.choreo_session))
-        self.register_magics(TuningMagics(self, self.choreo_session))
+        register_magics(self, self.choreo_session)
 
     def python_of(self, raw_cell: str) -> str:
         """The Python that runs a whole cell, with the cell's own line numbers."""

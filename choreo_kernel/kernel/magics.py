@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import cell_magic, magics_class
 
-from choreo_kernel.kernel.session import ChoreoSession
+from choreo_kernel.kernel.session import ChoreoSession, SessionMagics
 from choreo_kernel.kernel.tuning import TuningMagics
 
 
 @magics_class
-class ChoreoMagics(Magics):
-    def __init__(self, shell: InteractiveShell, session: ChoreoSession) -> None:
-        super().__init__(shell)
-        self.session = session
-
+class ChoreoMagics(SessionMagics):
     @cell_magic
     def choreo(self, line: str, cell: str) -> None:
         """Compile the cell as Choreo; its functions become Python callables, `choreo` the module.
@@ -26,8 +22,12 @@ class ChoreoMagics(Magics):
         self.session.run_cell(f"%%choreo {line}".rstrip() + "\n" + cell)
 
 
-def load_ipython_extension(shell: InteractiveShell) -> None:
-    """The `%%choreo` cell magic and the tuning line magics, sharing one session."""
-    session = ChoreoSession(shell)
+def register_magics(shell: InteractiveShell, session: ChoreoSession) -> None:
+    """The `%%choreo` cell magic and the tuning line magics, on `session`."""
     shell.register_magics(ChoreoMagics(shell, session))
     shell.register_magics(TuningMagics(shell, session))
+
+
+def load_ipython_extension(shell: InteractiveShell) -> None:
+    """The magics in any IPython, on a session of their own."""
+    register_magics(shell, ChoreoSession(shell))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics
 from IPython.display import display
 
 import choreo_kernel as ck
@@ -76,7 +77,7 @@ class ChoreoSession:
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
         module = ck.compile(cell.masked, defines, target, filename)
-        self._remember(module)
+        functions = self._remember(module)
         self.last_cell = CompiledCell(cell.masked, defines, target, filename)
         for warning in module.diagnostics:
             print(warning.render(module.source, filename), file=sys.stderr)
@@ -84,8 +85,8 @@ class ChoreoSession:
         if chosen_by_probe and target == "sim" and not self._sim_notice_shown:
             self._sim_notice_shown = True
             print(SIM_NOTICE)
-        if module.functions:
-            display(summary_bundle(module), raw=True)
+        if functions:
+            display(summary_bundle(function.__doc__ for function in functions.values()), raw=True)
         if options.graph:
             for name in module.functions:
                 display(graph_bundle(module, name), raw=True)
@@ -105,14 +106,23 @@ class ChoreoSession:
             self._auto_target = resolve_target(os.environ.get(TARGET_VARIABLE) or "auto")
         return self._auto_target
 
-    def _remember(self, module: Module) -> None:
-        """Publish the module's functions to Python and keep its macros for later cells."""
+    def _remember(self, module: Module) -> dict[str, CompiledFunction]:
+        """Publish the module's functions to Python and keep its macros for later cells; the functions."""
         macros = preprocess(module.source, DiagnosticSink(), self.macros).macros
         self.macros = {name: macro.body if macro.params is None else macro for name, macro in macros.items()}
         functions = {name: CompiledFunction(module, name) for name in module.functions}
         self.functions.update(functions)
         self.module = module
         self.shell.push({**functions, "choreo": module})
+        return functions
+
+
+class SessionMagics(Magics):
+    """Magics that work on a shell's `ChoreoSession`: `%%choreo` and the tuning magics share one."""
+
+    def __init__(self, shell: InteractiveShell, session: ChoreoSession) -> None:
+        super().__init__(shell)
+        self.session = session
 
 
 def running_cell_number(shell: InteractiveShell) -> int:

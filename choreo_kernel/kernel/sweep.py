@@ -14,9 +14,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
@@ -24,6 +22,11 @@ from choreo_kernel.compiler.preprocess import preprocess
 from choreo_kernel.kernel.session import ChoreoSession, CompiledCell, CompiledFunction
 from choreo_kernel.kernel.tables import table_bundle
 from choreo_kernel.kernel.timing import Device, Timing, Work, format_seconds, measure, rate_unit
+
+# NumPy, like matplotlib, is imported where it is used: the kernel imports this module at
+# start-up, and most sessions never sweep.
+if TYPE_CHECKING:
+    import numpy as np
 
 Grid = dict[str, list[object]]
 
@@ -141,6 +144,8 @@ def run_sweep(
 
 def host_copy(value: Any) -> np.ndarray | None:
     """A NumPy copy of a result (a later point may overwrite the same array in place)."""
+    import numpy as np
+
     if value is None:
         return None
     if hasattr(value, "__cuda_array_interface__"):
@@ -150,6 +155,8 @@ def host_copy(value: Any) -> np.ndarray | None:
 
 def difference(value: np.ndarray, reference: np.ndarray, rtol: float, atol: float) -> str | None:
     """None when `value` matches `reference` within the tolerance, else how it differs."""
+    import numpy as np
+
     if value.shape != reference.shape:
         return f"shape {value.shape}, the first point's is {reference.shape}"
     with np.errstate(invalid="ignore"):
@@ -216,6 +223,7 @@ def _rate_unit(sweep: Sweep) -> tuple[str, float] | None:
 
 def plot_png(sweep: Sweep) -> bytes:
     """Bars per point: the rate when the work is known (higher is better), else the median time."""
+    import numpy as np
     from matplotlib.figure import Figure
 
     unit = _rate_unit(sweep)

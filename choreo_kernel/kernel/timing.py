@@ -70,15 +70,20 @@ class Work:
     unit: str
 
 
+def wall_clock_seconds(run: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds per run by the host's clock, `repeats` times (also the benchmarks' clock for CPU work)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def measure(run: Callable[[], object], repeats: int, device: Device) -> list[float]:
     """Seconds per run, `repeats` times; the caller warms up (compiling, loading) first."""
     if not device.is_gpu:
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        return times
+        return wall_clock_seconds(run, repeats)
     import cupy
 
     start_event, end_event = cupy.cuda.Event(), cupy.cuda.Event()

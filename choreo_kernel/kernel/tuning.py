@@ -14,13 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class
 from IPython.display import Image, display
 
 from choreo_kernel.cli import parse_define
 from choreo_kernel.kernel.resources import kernel_resources, resources_bundle, sim_message
-from choreo_kernel.kernel.session import ChoreoSession, CompiledFunction
+from choreo_kernel.kernel.session import CompiledFunction, SessionMagics
 from choreo_kernel.kernel.sweep import (
     Grid,
     Sweep,
@@ -50,11 +49,7 @@ _OPTION = re.compile(r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|-n)(?:=|\s+)("[^
 
 
 @magics_class
-class TuningMagics(Magics):
-    def __init__(self, shell: InteractiveShell, session: ChoreoSession) -> None:
-        super().__init__(shell)
-        self.session = session
-
+class TuningMagics(SessionMagics):
     @line_magic
     def bench(self, line: str) -> None:
         """%bench EXPR [--flops N | --bytes N] [-n REPEATS]: time EXPR, the median and spread of its runs.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from choreo_kernel.compiler.analysis.resolve import BUILTINS, MATH_BUILTINS
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES
+from choreo_kernel.compiler.parser import TYPE_ALIASES
 
 KEYWORDS = {
     "__co__": "`__co__ RET NAME(PARAMS) { ... }` defines a Choreo function, callable from Python (language.md 2).",
@@ -90,9 +91,10 @@ VIEW_METHODS = {
     "data": "`f.data` the destination of a data future (language.md 7).",
 }
 
-ELEMENT_TYPES = (*ELEMENT_BYTES, "f8", "int", "float")
+ELEMENT_TYPES = (*ELEMENT_BYTES, *TYPE_ALIASES)
 
 _TYPE_HELP = {"f8": "an alias of f8_e4m3", "int": "a 32-bit signed integer (s32)", "float": "f32"}
+assert set(_TYPE_HELP) == set(TYPE_ALIASES), "every type alias of the compiler has help"
 
 BUILTIN_HELP = {
     "cdiv": "`cdiv(a, b)` integer division rounding up (language.md 10).",
