@@ -364,14 +364,15 @@ def _collect_uses(info: FunctionInfo, stmt: ast.Stmt) -> dict[Symbol, list[Event
         node, conditional = pending.pop()
         if isinstance(node, ast.Wait | ast.Trigger):
             for target in node.targets:
+                symbol = info.event_named(target)
+                if symbol is None:
+                    continue
                 form, root = "plain", target
                 if isinstance(target, ast.Method) and target.name == "at":
                     form, root = "at", target.value
-                while isinstance(root, ast.Index):
-                    form, root = "index", root.value
-                symbol = info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
-                if symbol is not None and isinstance(symbol.value, Event):
-                    uses.setdefault(symbol, []).append(EventUse(node, target, form, conditional))
+                if isinstance(root, ast.Index):
+                    form = "index"
+                uses.setdefault(symbol, []).append(EventUse(node, target, form, conditional))
         inner = conditional or isinstance(node, ast.If | ast.While)
         pending.extend((child, inner) for child in ast.child_statements(node))
     return uses

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.values import Event, Symbol
+from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda.layout import WARPGROUP, KernelLayout
 
 REGISTER_FILE = 65536  # 32-bit registers per SM
@@ -94,18 +94,10 @@ def issue_only(stmt: ast.Stmt, info: FunctionInfo, bound: set[Symbol]) -> bool:
     if isinstance(stmt, ast.Assign):
         return isinstance(stmt.target, ast.Name)
     if isinstance(stmt, ast.Wait):
-        return all(_is_event(target, info) for target in stmt.targets)
+        return all(info.event_named(target) is not None for target in stmt.targets)
     if isinstance(stmt, ast.Trigger):
         return bool(stmt.after)
     if isinstance(stmt, ast.OperationStmt):
         symbol = info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         return stmt.operation.family == "tma" and symbol in bound
     return False
-
-
-def _is_event(target: ast.Expr, info: FunctionInfo) -> bool:
-    root = target
-    while isinstance(root, ast.Method | ast.Index):
-        root = root.value
-    symbol = info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
-    return symbol is not None and isinstance(symbol.value, Event)

@@ -133,7 +133,7 @@ class Mma:
         self.depths = wait_depths(self.emitter.kernel, self.emitter.info)
 
     def operation(self, stmt: ast.OperationStmt) -> None:
-        words = [q for q in stmt.operation.qualifiers if q not in ("async", "swiz")]
+        words = stmt.operation.words
         if words[0] == "fill":
             self._fill(stmt)
         elif words[0] == "load":
