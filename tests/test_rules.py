@@ -363,6 +363,38 @@ __co__ f32 [B, 32] hand(f32 [B, 32] x) {
         assert _warnings(diagnostics), _shown(source, "<test>", diagnostics)
 
 
+WARP_TRIGGER = """\
+__co__ f32 [B, 32] hand(f32 [B, 32] x) {
+  f32 [B, 32] y;
+  parallel b by B : block {
+    shared f32 [32] row;
+    shared event<COUNT> filled;
+    parallel w by 2 : group {
+      inthreads.async (w == 0) {
+        dma.copy x.chunkat(b, _) => row;
+        trigger filled;
+      }
+      inthreads.async (w == 1) {
+        wait filled;
+        dma.copy row => y.chunkat(b, _);
+      }
+    }
+  }
+  return y;
+}
+"""
+
+
+@pytest.mark.parametrize(("count", "warned"), [(32, False), (1, True)])
+def test_a_warp_level_trigger_counts_every_thread_of_the_warp(count: int, warned: bool) -> None:
+    """language.md 8: a direct trigger counts one arrival per executing thread, so a trigger
+    directly in a `group` level is 32 arrivals, not one per warp instance."""
+    source = WARP_TRIGGER.replace("COUNT", str(count))
+    diagnostics = _check(source, "sim")
+    assert not error_diagnostics(diagnostics), _shown(source, "<test>", diagnostics)
+    assert bool(_warnings(diagnostics)) == warned, _shown(source, "<test>", diagnostics)
+
+
 def test_check_reports_and_does_not_raise_on_bad_input() -> None:
     """Bad input gives diagnostics, never an exception (section 11)."""
     for source in ["", "__co__", "__co__ void f() {", "__co__ void f() { parallel t by { } }", "#if 1\n"]:

@@ -14,13 +14,14 @@ from collections.abc import Iterator
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.levels import const_int
-from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler.analysis.scope import THREADS_PER_UNIT, Context
 
 MAX_THREADS = 1024
 
 
 def triggering_threads(context: Context) -> set[tuple[int, ...]] | None:
-    """The thread indices (one per sub-block parallel variable) that reach a statement, if computable."""
+    """The threads that reach a statement (an index per sub-block parallel variable, and a lane index
+    when the innermost level is a warp or warpgroup), if computable."""
     variables: list[str] = []
     extents: list[int] = []
     for level in context.levels:
@@ -38,6 +39,11 @@ def triggering_threads(context: Context) -> set[tuple[int, ...]] | None:
                 return None
             variables.append(name.id if name is not None else f"_anonymous{len(variables)}")
             extents.append(extent)
+    # A statement directly in a warp or warpgroup level runs on every thread of that unit.
+    lanes = THREADS_PER_UNIT.get(context.levels[-1].name, 1) if context.levels else 1
+    if lanes > 1:
+        variables.append("_lane")
+        extents.append(lanes)
     total = 1
     for extent in extents:
         total *= extent
