@@ -27,9 +27,12 @@ class Build:
     loaded GPU module instead of redoing them.
     """
 
-    def __init__(self, analysis: Analysis, source: str, target: str, filename: str) -> None:
+    def __init__(
+        self, analysis: Analysis, source: str, defines: Mapping[str, object], target: str, filename: str
+    ) -> None:
         self.analysis = analysis
         self.source = source
+        self.defines = dict(defines)
         self.target = target
         self.filename = filename
 
@@ -62,6 +65,7 @@ class Module:
         self._build = build
         self.analysis = build.analysis
         self.source = build.source
+        self.defines = build.defines  # what the source was compiled with: a profile compiles it again
         self.target = build.target
         self.filename = build.filename
 
@@ -85,6 +89,13 @@ class Module:
     def cuda_source(self) -> str:
         """The emitted CUDA C++ of every function (available whatever the target)."""
         return self._build.cuda_source
+
+    def kernels(self, name: str | None = None) -> list[str]:
+        """The CUDA kernels function `name` launches, in order (whatever the target)."""
+        from choreo_kernel.compiler.cuda.plan import Launch
+
+        steps = self._build.lowered.plans[self._function_name(name)].steps
+        return [step.kernel for step in steps if isinstance(step, Launch)]
 
     def function(self, name: str) -> Callable[..., Any]:
         """The callable for `__co__` function `name` on this module's target."""
@@ -130,7 +141,7 @@ def compile(
         analysis = analyze(source, defines, resolved)
         if analysis.has_errors:
             raise ChoreoError(analysis.diagnostics, source, filename)
-        build = Build(analysis, source, resolved, filename)
+        build = Build(analysis, source, defines or {}, resolved, filename)
         if key is not None:
             _remember(key, build)
     return Module(build)

@@ -36,3 +36,13 @@ def test_a_failing_source_is_not_remembered() -> None:
     for _ in range(2):
         with pytest.raises(ck.ChoreoError, match="missing"):
             ck.compile(broken, target="sim")
+
+
+def test_a_module_keeps_its_defines_and_names_its_kernels() -> None:
+    """What a profile's child process needs to compile the same build again, and what ncu is to profile."""
+    two_kernels = ADD.replace("return out;", "parallel i by 2 : block { }\n  return out;")
+    module = ck.compile(two_kernels, defines={"X": 1}, target="sim")
+    assert module.defines == {"X": 1}
+    assert module.kernels("add") == ["add_kernel", "add_kernel_2"]
+    rebuilt = ck.compile(module.source, module.defines, "sim")
+    assert rebuilt.analysis is module.analysis

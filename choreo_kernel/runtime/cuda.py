@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from choreo_kernel.runtime.tensormap import encode_tiled
 
 WAIT_TIMEOUT_S = float(os.environ.get("CHOREO_WAIT_TIMEOUT", "2"))
 MAX_GRID = (2**31 - 1, 65535, 65535)
+UNIT = "choreo.cu"  # NVRTC's name for the emitted CUDA: the file its line info (and ncu) names
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
 TENSOR_MAPS_KEPT = 256  # encoded tensor maps remembered per compiled source
 # Narrow types have no CuPy dtype: their arrays travel as the unsigned integers of the same width.
@@ -84,8 +86,15 @@ def cache_directory() -> Path:
 
 
 def nvrtc_options(arch: str) -> tuple[str, ...]:
+    """NVRTC's options for `arch` (`sm_90a` for a cubin, `compute_90a` for PTX). `-lineinfo` maps each
+    instruction to its line of the emitted CUDA, which Nsight Compute and nvdisasm read; it changes no code."""
     timeout_ns = int(WAIT_TIMEOUT_S * 1e9)
-    return (f"--gpu-architecture={arch}", "-std=c++17", f"-DCHOREO_WAIT_TIMEOUT_NS={timeout_ns}ull")
+    return (
+        f"--gpu-architecture={arch}",
+        "-std=c++17",
+        "-lineinfo",
+        f"-DCHOREO_WAIT_TIMEOUT_NS={timeout_ns}ull",
+    )
 
 
 _loaded: dict[str, Any] = {}  # cache key -> RawModule, for this process
@@ -99,6 +108,19 @@ def clear_loaded_modules() -> None:
 def compile_module(source: str, cache_dir: Path | None = None) -> Any:
     """A `cupy.RawModule` for emitted CUDA source: from this process, from the disk cache, or from NVRTC."""
     cupy = _cupy()
+    key, path = _cached_cubin(source, cache_dir)
+    if key not in _loaded:
+        _loaded[key] = cupy.RawModule(path=str(path))
+    return _loaded[key]
+
+
+def cubin_path(source: str, cache_dir: Path | None = None) -> Path:
+    """The cubin file that `compile_module` loads for emitted CUDA source (compiled first if it is not cached)."""
+    return _cached_cubin(source, cache_dir)[1]
+
+
+def _cached_cubin(source: str, cache_dir: Path | None) -> tuple[str, Path]:
+    _cupy()
     from cupy.cuda import nvrtc  # type: ignore[import-not-found]
 
     from choreo_kernel import __version__
@@ -108,19 +130,24 @@ def compile_module(source: str, cache_dir: Path | None = None) -> Any:
     header = header_text()
     key_material = [source, header, arch, options, list(nvrtc.getVersion()), __version__]
     key = hashlib.sha256(json.dumps(key_material).encode()).hexdigest()
-    if key in _loaded:
-        return _loaded[key]
-    directory = cache_dir or cache_directory()
-    path = directory / f"{key[:40]}.cubin"
+    path = (cache_dir or cache_directory()) / f"{key[:40]}.cubin"
     if not path.exists():
-        _write_atomically(path, _nvrtc(nvrtc, source, header, options))
-    module = cupy.RawModule(path=str(path))
-    _loaded[key] = module
-    return module
+        _write_atomically(path, complete_elf(_nvrtc(nvrtc, source, header, options, nvrtc.getCUBIN)))
+    return key, path
 
 
-def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str]) -> bytes:
-    program = nvrtc.createProgram(source, "choreo.cu", [header.encode()], [HEADER.encode()])
+def nvrtc_ptx(source: str, arch: str) -> str:
+    """The PTX of emitted CUDA source, from NVRTC with the cubin's options (`arch`: `compute_90a`)."""
+    _cupy()
+    from cupy.cuda import nvrtc
+
+    ptx = _nvrtc(nvrtc, source, header_text(), nvrtc_options(arch), nvrtc.getPTX)
+    return ptx.decode() if isinstance(ptx, bytes) else str(ptx)
+
+
+def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str], result: Callable[[Any], Any]) -> Any:
+    """`result(program)` (its cubin or its PTX) after compiling `source` with NVRTC."""
+    program = nvrtc.createProgram(source, UNIT, [header.encode()], [HEADER.encode()])
     try:
         try:
             nvrtc.compileProgram(program, list(options))
@@ -129,10 +156,28 @@ def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str]) -> byte
             raise ChoreoError.simple(
                 f"NVRTC could not compile the emitted CUDA (a bug in choreo-kernel's lowering):\n{log}"
             ) from None
-        cubin: bytes = nvrtc.getCUBIN(program)
-        return cubin
+        return result(program)
     finally:
         nvrtc.destroyProgram(program)
+
+
+def complete_elf(data: bytes) -> bytes:
+    """`data` as long as its ELF header says it is.
+
+    CuPy's `getCUBIN` drops the last byte of the binary, as if it were a C string ending in NUL.
+    That byte is the top byte of the last header-table entry's 8-byte alignment field, always 0,
+    and the driver loads the binary without it, but cuobjdump ("does not contain device code") and
+    nvdisasm ("invalid ELF file") refuse it. A complete binary (a fixed CuPy) comes back unchanged.
+    """
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2:  # ELF64 only, as every cubin is
+        return data
+    program_headers, section_headers = struct.unpack_from("<QQ", data, 0x20)
+    program_entry, program_count, section_entry, section_count = struct.unpack_from("<HHHH", data, 0x36)
+    end = max(
+        program_headers + program_entry * program_count, section_headers + section_entry * section_count
+    )
+    missing = end - len(data)
+    return data + bytes(missing) if 0 < missing <= 8 else data
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
