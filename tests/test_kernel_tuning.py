@@ -1,23 +1,28 @@
-"""The tuning magics: `%bench`, `%sweep` and `%resources`, through a real `choreo` kernel on sim.
+"""The tuning magics: `%bench`, `%sweep`, `%resources`, `%profile` and `--ptx/--sass`, through a real
+`choreo` kernel on sim.
 
 The parts with no kernel in them (device peaks, the timing line, grids, result comparison,
-tables) are tested directly; `%resources` on a GPU is a `gpu` test.
+tables) are tested directly, and the profiles' parsing in test_profiling.py on recorded
+reports; `%resources`, `%profile` and `--sass` on a GPU are `gpu` tests.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 from kernel_driver import KernelDriver, ok
 
+from choreo_kernel.kernel.profile import NO_GPU
 from choreo_kernel.kernel.resources import KernelResources, resources_bundle
 from choreo_kernel.kernel.sweep import difference, grid_points
 from choreo_kernel.kernel.tables import table_bundle
 from choreo_kernel.kernel.timing import BYTES, FLOPS, SIM_DEVICE, Timing, Work, device_named, format_seconds
 from choreo_kernel.kernel.tuning import parse_grid
+from choreo_kernel.profiling.tools import find_tool
 
 # SCALE changes the result, so a sweep over it has points that differ from the first.
 SCALED_ADD = """\
@@ -130,6 +135,129 @@ def test_resources_on_cuda_reads_the_binary() -> None:
             driver.run("%%python\nk, = _resources\nprint(k.threads, k.registers > 0, 0 < k.occupancy <= 1)")
         )
         assert out.stream() == "256 True True\n"
+
+
+def test_profile_on_sim_says_in_one_line_that_it_needs_a_gpu(kernel: KernelDriver) -> None:
+    assert ok(kernel.run("%profile add(a, b)")).stream() == NO_GPU + "\n"
+    assert ok(kernel.run("%%python\nprint(_profile)")).stream() == "None\n"
+    assert ok(kernel.run("%profile -D SCALE=2 --source add(a, b)")).stream() == NO_GPU + "\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("%profile np.sum(a)", "one call of a compiled Choreo function"),
+        ("%profile add(*[a, b])", "without * or **"),
+        ("%profile --fast add(a, b)", "--fast is not an option of %profile"),
+        ("%profile -D TILE=4 add(a, b)", "does not use TILE"),
+        ("%sweep SCALE=1,2 --metric sm__throughput -- add(a, b)", "sim backend"),
+        ("%sweep SCALE=1,2 --metric sm__throughput -- np.sum(a)", "one call of a compiled Choreo function"),
+    ],
+)
+def test_profile_and_sweep_metric_report_bad_lines_as_usage(
+    kernel: KernelDriver, line: str, message: str
+) -> None:
+    run = kernel.run(line)
+    assert run.status == "error" and run.reply["ename"] == "UsageError"
+    assert message in run.reply["evalue"]
+
+
+TOOLS = find_tool("nvcc") is not None and find_tool("nvdisasm") is not None
+
+
+@pytest.mark.skipif(
+    not TOOLS, reason="needs nvcc and nvdisasm (pip install nvidia-cuda-nvdisasm) without a GPU"
+)
+def test_ptx_and_sass_of_a_cell_are_marked_with_its_lines(kernel: KernelDriver) -> None:
+    run = ok(kernel.run("%%choreo --target sim --ptx --sass\n" + SCALED_ADD, timeout=180))
+    _summary, ptx, sass = run.displays()
+    statement = (
+        "// line 9: out.chunkat(i, j).at(x, y) = a.chunkat(i, j).at(x, y) * SCALE + b.chunkat(i, j).at(x, y);"
+    )
+    for bundle, heading, instruction in (
+        (ptx, "// PTX from nvcc", "st.global.f32"),
+        (sass, "// SASS", "STG.E"),
+    ):
+        text = bundle["text/plain"]
+        assert text.startswith(heading) and "add_kernel" in text
+        at = text.index(instruction)
+        assert text.rfind("// line ", 0, at) == text.rfind(statement, 0, at) > 0
+        assert "<span" in bundle["text/html"]
+
+
+GEMM = (Path(__file__).resolve().parent.parent / "bench" / "gemm_ws.co").read_text()  # tutorials 04 and 05's
+GEMM_DATA = """%%python
+import cupy
+M = N = K = 4096
+a = cupy.random.random((M, K), dtype=cupy.float32).astype(cupy.float16)
+b = cupy.random.random((N, K), dtype=cupy.float32).astype(cupy.float16)
+c = cupy.zeros((M, N), dtype=cupy.float16)
+"""
+PROFILE_TIMEOUT = 900  # ncu replays the GEMM a dozen times, after starting a process for it
+
+
+@pytest.mark.gpu
+def test_profile_of_the_gemm_shows_the_tensor_pipe_its_stalls_and_its_lines(tmp_path: Path) -> None:
+    with KernelDriver("choreo") as driver:
+        ok(driver.run(f"%%python\nimport os\nos.chdir({str(tmp_path)!r})"))
+        ok(driver.run("%%choreo --target cuda\n" + GEMM))
+        ok(driver.run(GEMM_DATA))
+        run = ok(driver.run("%profile --source gemm_ws(a, b, c)", timeout=PROFILE_TIMEOUT))
+        table, _roofline, lines = run.displays()
+        row = next(line for line in table["text/plain"].splitlines() if "gemm_ws_kernel" in line)
+        assert "barrier" in row or "long scoreboard" in row, row
+        assert "what the stall reasons mean:" in run.stream() and "compute-bound" in run.stream()
+        assert f"full report: {tmp_path / 'gemm_ws.ncu-rep'}" in run.stream()
+        waits = ("wait op;", "wait full.at(k);", "wait empty.at(k);", "op = mma.row.row.async")
+        assert any(wait in line for line in lines["text/plain"].splitlines()[3:6] for wait in waits), lines
+        facts = ok(
+            driver.run(
+                "%%python\n(k,) = _profile.kernels\n"
+                "print(round(k.tensor_percent), [r.key for r, _ in k.top_stalls()], k.roofline.bound, "
+                "_profile.report.exists())"
+            )
+        ).stream()
+        tensor, *rest = facts.split(maxsplit=1)
+        assert int(tensor) > 50 and rest[0].endswith("compute True\n"), facts  # the tensor pipe is the bound
+        print(f"%profile of gemm_ws at 4096³: {row}\n{facts}")  # for bench/NOTES.md (pytest -s)
+
+
+@pytest.mark.gpu
+def test_sass_of_a_cuda_cell_is_the_loaded_cubin_marked_with_choreo_lines() -> None:
+    with KernelDriver("choreo") as driver:
+        run = ok(driver.run("%%choreo --target cuda --ptx --sass\n" + GEMM, timeout=180))
+        _summary, ptx, sass = run.displays()
+        assert ptx["text/plain"].startswith("// PTX from NVRTC")
+        text = sass["text/plain"]
+        assert text.startswith("// SASS: nvdisasm of the cubin the cuda target loads")
+        hgmma = text.index("HGMMA.64x256x16.F32")
+        assert (
+            text[text.rfind("// line ", 0, hgmma) :]
+            .split("\n")[0]
+            .endswith(
+                "op = mma.row.row.async acc, ls[k % STAGES].subspan(64, BK).at(wg - 1, 0), rs[k % STAGES];"
+            )
+        )
+
+
+@pytest.mark.gpu
+def test_sweep_ranks_by_a_profiled_metric() -> None:
+    with KernelDriver("choreo") as driver:
+        ok(driver.run("%%choreo --target cuda\n" + GEMM))
+        ok(driver.run(GEMM_DATA))
+        run = ok(
+            driver.run(
+                "%sweep STAGES=2,4 --metric sm__throughput -n 3 -- gemm_ws(a, b, c)", timeout=PROFILE_TIMEOUT
+            )
+        )
+        table = run.displays()[1]["text/plain"]
+        assert "sm__throughput.avg.pct_of_peak_sustained_elapsed" in table
+        facts = ok(
+            driver.run(
+                "%%python\nm = [p.metric for p in _sweep.points]\nprint(all(0 < v <= 100 for v in m), _sweep.best.metric == max(m))"
+            )
+        ).stream()
+        assert facts == "True True\n", table
 
 
 # ---------------------------------------------------------------------------- without a kernel

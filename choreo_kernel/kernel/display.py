@@ -34,6 +34,24 @@ def cuda_bundle(module: Module) -> Bundle:
     return {"text/html": highlight(code, CudaLexer(), HtmlFormatter(noclasses=True)), "text/plain": code}
 
 
+def assembly_bundle(module: Module, kind: str) -> Bundle:
+    """The PTX or SASS of the module's kernels, marked with Choreo lines and highlighted; where a tool
+    this needs is missing (nvdisasm, nvcc without a GPU), the one line that says so."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    from choreo_kernel.kernel.assembly_lexer import PtxLexer, SassLexer
+    from choreo_kernel.profiling.assembly import annotated_listing
+    from choreo_kernel.profiling.tools import ToolFailed, ToolMissing
+
+    try:
+        code = annotated_listing(kind, module.cuda_source, module.source, module.target == "cuda")
+    except (ToolMissing, ToolFailed) as problem:
+        return {"text/plain": str(problem)}
+    lexer = PtxLexer() if kind == "ptx" else SassLexer()
+    return {"text/html": highlight(code, lexer, HtmlFormatter(noclasses=True)), "text/plain": code}
+
+
 def error_traceback(error: ChoreoError) -> list[str]:
     """The diagnostics, rendered against the cell's own lines and columns, one line per entry."""
     return error.render().splitlines()

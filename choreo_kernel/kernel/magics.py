@@ -15,8 +15,9 @@ class ChoreoMagics(SessionMagics):
     def choreo(self, line: str, cell: str) -> None:
         """Compile the cell as Choreo; its functions become Python callables, `choreo` the module.
 
-        Options: --graph (dependency graphs), --cuda (emitted CUDA C++),
-        --target auto|sim|cuda, -D NAME[=VALUE] (a macro, repeatable).
+        Options: --graph (dependency graphs), --cuda (emitted CUDA C++), --ptx and --sass (the
+        kernels' PTX and SASS, marked with Choreo lines), --target auto|sim|cuda, -D NAME[=VALUE]
+        (a macro, repeatable).
         """
         # The header is put back so that diagnostics count lines and columns as the user sees them.
         self.session.run_cell(f"%%choreo {line}".rstrip() + "\n" + cell)

@@ -1,4 +1,4 @@
-"""The options line of a Choreo cell: `%%choreo --graph --cuda --target sim -D TILE_K=64`.
+"""The options line of a Choreo cell: `%%choreo --graph --cuda --ptx --sass --target sim -D TILE_K=64`.
 
 A bad option is a diagnostic on the header line itself, rendered like any other error,
 so the user sees the caret under the word to fix.
@@ -15,13 +15,16 @@ from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, S
 from choreo_kernel.kernel.cells import Cell
 
 TARGETS = ("auto", "sim", "cuda")
-USAGE = "the options are --graph, --cuda, --target auto|sim|cuda and -D NAME[=VALUE]"
+USAGE = "the options are --graph, --cuda, --ptx, --sass, --target auto|sim|cuda and -D NAME[=VALUE]"
+SHOWN = ("--graph", "--cuda", "--ptx", "--sass")  # what a cell can show besides its summary
 
 
 @dataclass(frozen=True)
 class CellOptions:
     graph: bool = False  # show each function's dependency graph
     cuda: bool = False  # show the emitted CUDA C++
+    ptx: bool = False  # show the kernels' PTX, marked with Choreo lines
+    sass: bool = False  # show the kernels' SASS, marked with Choreo lines
     target: str = "auto"
     defines: dict[str, object] = field(default_factory=dict)
 
@@ -36,7 +39,7 @@ def parse_options(cell: Cell, filename: str) -> CellOptions:
         span = Span(cell.header_line, column, cell.header_line, column + len(word))
         problems.append(Diagnostic(ERROR, message, span))
 
-    graph = cuda = False
+    shown: set[str] = set()
     target = "auto"
     defines: dict[str, object] = {}
     index = 0
@@ -44,10 +47,8 @@ def parse_options(cell: Cell, filename: str) -> CellOptions:
         word, start = words[index]
         index += 1
         flag, offset = _split_flag(word)
-        if flag == "--graph":
-            graph = True
-        elif flag == "--cuda":
-            cuda = True
+        if flag in SHOWN:
+            shown.add(flag)
         elif flag in ("--target", "-D"):
             if offset:
                 value, value_start = word[offset:], start + offset
@@ -71,7 +72,8 @@ def parse_options(cell: Cell, filename: str) -> CellOptions:
             problem(f"unknown option '{word}'; {USAGE}", word, start)
     if problems:
         raise ChoreoError(problems, cell.text, filename)
-    return CellOptions(graph, cuda, target, defines)
+    graph, cuda, ptx, sass = (flag in shown for flag in SHOWN)
+    return CellOptions(graph, cuda, ptx, sass, target, defines)
 
 
 def _split_flag(word: str) -> tuple[str, int]:

@@ -21,7 +21,13 @@ from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
 from choreo_kernel.compiler.driver import resolve_target
 from choreo_kernel.compiler.preprocess import preprocess
 from choreo_kernel.kernel.cells import split_cell
-from choreo_kernel.kernel.display import cuda_bundle, error_traceback, graph_bundle, summary_bundle
+from choreo_kernel.kernel.display import (
+    assembly_bundle,
+    cuda_bundle,
+    error_traceback,
+    graph_bundle,
+    summary_bundle,
+)
 from choreo_kernel.kernel.options import parse_options
 from choreo_kernel.kernel.summary import describe
 from choreo_kernel.module import Module
@@ -92,6 +98,9 @@ class ChoreoSession:
                 display(graph_bundle(module, name), raw=True)
         if options.cuda:
             display(cuda_bundle(module), raw=True)
+        for kind, wanted in (("ptx", options.ptx), ("sass", options.sass)):
+            if wanted:
+                display(assembly_bundle(module, kind), raw=True)
 
     @property
     def auto_target(self) -> str:

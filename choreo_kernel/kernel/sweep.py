@@ -39,6 +39,7 @@ class Point:
     timing: Timing | None = None
     error: str | None = None  # why the point did not compile or run
     difference: str | None = None  # how its result differs from the first point's
+    metric: float | None = None  # the profiled metric of `%sweep --metric`
 
     @property
     def label(self) -> str:
@@ -49,18 +50,33 @@ class Point:
         return self.timing is not None and self.difference is None
 
 
+@dataclass(frozen=True)
+class MetricProbe:
+    """`%sweep --metric NAME`: a metric Nsight Compute measures on each point's build, and which way is better."""
+
+    name: str
+    lower_is_better: bool
+    measure: Callable[[], float]  # raises ChoreoError when it cannot
+
+
 @dataclass
 class Sweep:
-    """Every point in grid order; `best` is the fastest point whose result agrees with the first."""
+    """Every point in grid order; `best` is the fastest point whose result agrees with the first,
+    or, ranked by a profiled metric, the one whose metric is best."""
 
     cell_name: str
     points: list[Point] = field(default_factory=list)
     unchecked: bool = False  # the expression returned None: there was nothing to compare
+    metric: MetricProbe | None = None
 
     @property
     def best(self) -> Point | None:
         usable = [point for point in self.points if point.usable]
-        return min(usable, key=_median, default=None)
+        if self.metric is None:
+            return min(usable, key=_median, default=None)
+        measured = [(point.metric, point) for point in usable if point.metric is not None]
+        pick = min if self.metric.lower_is_better else max
+        return pick(measured, key=lambda pair: pair[0], default=(None, None))[1]
 
     def defines_text(self) -> str:
         """The best point as `#define` lines, to paste into the cell."""
@@ -85,10 +101,10 @@ def check_cell_takes(cell: CompiledCell, grid: Grid) -> None:
     macros = preprocess(cell.source, DiagnosticSink(), {**cell.defines, **first}).macros
     for name, value in first.items():
         if not re.search(rf"\b{re.escape(name)}\b", cell.source):
-            raise ValueError(f"the last Choreo cell ({cell.filename}) does not use {name}")
+            raise ValueError(f"{cell.filename} does not use {name}")
         if macros[name].body.strip() != str(value):
             raise ValueError(
-                f"{cell.filename} defines {name} itself, so the sweep cannot set it: write "
+                f"{cell.filename} defines {name} itself, so %sweep and %profile -D cannot set it: write "
                 f"'#ifndef {name}' ... '#endif' around its #define"
             )
 
@@ -100,6 +116,7 @@ class SweepOptions:
     work: Work | None
     rtol: float
     atol: float
+    metric: MetricProbe | None = None
 
 
 def run_sweep(
@@ -113,7 +130,7 @@ def run_sweep(
     """Compile, check and time every point; the session's own functions are published again at the end."""
     cell = session.last_cell
     assert cell is not None
-    sweep = Sweep(cell.filename)
+    sweep = Sweep(cell.filename, metric=options.metric)
     reference: np.ndarray | None = None
     points = grid_points(grid)
     try:
@@ -127,6 +144,9 @@ def run_sweep(
                 progress(f"sweep {index}/{len(points)}: {point.label}: running {expression}")
                 value = host_copy(run())  # also the warm-up: loading the binary is not timed
                 seconds = measure(run, options.repeats, options.device)
+                if options.metric is not None:
+                    progress(f"sweep {index}/{len(points)}: {point.label}: profiling {options.metric.name}")
+                    point.metric = options.metric.measure()
             except ChoreoError as error:
                 point.error = _first_line(error)
                 continue
@@ -177,7 +197,17 @@ def _first_line(error: ChoreoError) -> str:
 def sweep_table(sweep: Sweep) -> dict[str, str]:
     names = list(sweep.points[0].defines) if sweep.points else []
     rate_header = _rate_unit(sweep)
-    headers = [*names, "median", "min", "max", *([rate_header[0]] if rate_header else []), "% peak", "check"]
+    metric = [sweep.metric.name] if sweep.metric else []
+    headers = [
+        *names,
+        "median",
+        "min",
+        "max",
+        *([rate_header[0]] if rate_header else []),
+        "% peak",
+        *metric,
+        "check",
+    ]
     rows, flagged = [], set()
     for index, point in enumerate(sweep.points):
         cells = [str(point.defines[name]) for name in names]
@@ -196,6 +226,8 @@ def sweep_table(sweep: Sweep) -> dict[str, str]:
             cells.append(f"{timing.rate / rate_header[1]:.4g}")
         peak = timing.percent_of_peak
         cells.append("—" if peak is None else f"{peak:.0f}%")
+        if metric:
+            cells.append("—" if point.metric is None else f"{point.metric:.4g}")
         if point.difference:
             flagged.add(index)
         cells.append(_check_text(sweep, index, point))

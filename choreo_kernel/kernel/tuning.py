@@ -1,4 +1,4 @@
-"""The tuning line magics: `%bench`, `%sweep` and `%resources`, in `%%python` cells and as lines.
+"""The tuning line magics: `%bench`, `%sweep`, `%resources` and `%profile`, in `%%python` cells and as lines.
 
 They evaluate Python in the notebook's namespace, so an expression calls the compiled
 functions and arrays the user already has; everything they measure they also leave there
@@ -7,21 +7,27 @@ functions and arrays the user already has; everything they measure they also lea
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.display import Image, display
 
+import choreo_kernel as ck
 from choreo_kernel.cli import parse_define
+from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.kernel.resources import kernel_resources, resources_bundle, sim_message
-from choreo_kernel.kernel.session import CompiledFunction, SessionMagics
+from choreo_kernel.kernel.session import CompiledCell, CompiledFunction, SessionMagics
 from choreo_kernel.kernel.sweep import (
     Grid,
+    MetricProbe,
     Sweep,
     SweepOptions,
     check_cell_takes,
@@ -40,12 +46,13 @@ from choreo_kernel.kernel.timing import (
     format_seconds,
     measure,
 )
+from choreo_kernel.module import Module
 
 DEFAULT_REPEATS = 10
 DEFAULT_RTOL = 1e-2
 DEFAULT_ATOL = 1e-2
 # `--flops 2*M*N*K`, `-n 20`, `--rtol=1e-3`: a value is one word or a quoted text.
-_OPTION = re.compile(r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)""")
+_OPTION = re.compile(r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|--metric|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)""")
 
 
 @magics_class
@@ -74,15 +81,19 @@ class TuningMagics(SessionMagics):
 
     @line_magic
     def sweep(self, line: str) -> None:
-        """%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X] -- EXPR
+        """%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X] [--metric M] -- EXPR
 
         Compiles the last Choreo cell again for every combination of the values (as `-D`
         defines), runs EXPR once to compare its result with the first point's (np.allclose,
         --rtol and --atol, 1e-2 by default), times it as %bench does, and shows a table, a
-        plot and the best point as `#define` lines. The Sweep object is left in `_sweep`.
+        plot and the best point as `#define` lines. With --metric (an Nsight Compute metric:
+        `sm__throughput` is its % of peak, `gpu__time_duration` its sum, or a full name), each
+        point's call, EXPR = FUNC(ARGS), is also profiled once, and the best point is the one
+        with the highest value (the lowest for durations and cycles). The Sweep object is left
+        in `_sweep`.
         """
         head, separator, expression = f" {line}".partition(" -- ")
-        grid_text, options = self._split(head, {"--flops", "--bytes", "-n", "--rtol", "--atol"})
+        grid_text, options = self._split(head, {"--flops", "--bytes", "-n", "--rtol", "--atol", "--metric"})
         if not separator or not expression.strip() or not grid_text:
             raise UsageError("%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] -- EXPR")
         cell = self.session.last_cell
@@ -100,6 +111,7 @@ class TuningMagics(SessionMagics):
             self._work(options),
             float(self._value(options.get("--rtol", str(DEFAULT_RTOL)))),
             float(self._value(options.get("--atol", str(DEFAULT_ATOL)))),
+            self._metric_probe(options["--metric"], expression) if "--metric" in options else None,
         )
         progress = display({"text/plain": f"sweep of {cell.filename}: starting"}, raw=True, display_id=True)
         start = time.perf_counter()
@@ -129,6 +141,40 @@ class TuningMagics(SessionMagics):
         kernels = kernel_resources(function)
         self._namespace["_resources"] = kernels
         display(resources_bundle(function.__name__, kernels), raw=True)
+
+    @line_magic
+    def profile(self, line: str) -> None:
+        """%profile [--source] [-D NAME=VALUE]... [-o REPORT] FUNC(ARGS): why a call is slow, from Nsight Compute.
+
+        The call runs once in a child process under ncu (the notebook's process is not profiled),
+        compiled from the function's cell again, with -D values in place of the cell's where given
+        (the cell must guard them with #ifndef). For each kernel: its time, SM, tensor-pipe, L2 and
+        DRAM throughput as % of peak, achieved occupancy, registers, shared memory, the top warp-stall
+        reasons, and a roofline plot. --source adds the Choreo lines with the most warp samples. The
+        full report is saved as FUNC.ncu-rep (or REPORT) in the working directory, for Nsight Compute's
+        GUI; the Profile is left in `_profile` (None when nothing was profiled).
+        """
+        from choreo_kernel.kernel.profile import NO_GPU, show_profile
+        from choreo_kernel.profiling import profile as profiling
+        from choreo_kernel.profiling.tools import ToolMissing
+
+        options = parse_profile_line(line)
+        function, args, kwargs = self._call(options.expression)
+        module = self._module_with(function, options.defines)
+        self._namespace["_profile"] = None
+        if self.session.auto_target != "cuda":
+            print(NO_GPU)
+            return
+        call = saved_call(module, function.__name__, args, kwargs)
+        label = options.expression + "".join(f" {name}={value}" for name, value in options.defines.items())
+        report = profile_report_path(options.report, function.__name__, options.defines)
+        try:
+            result = profiling.profile(call, module.kernels(function.__name__), report, label, options.source)
+        except (ToolMissing, profiling.ProfileFailed) as problem:
+            print(f"%profile: {problem}")
+            return
+        self._namespace["_profile"] = result
+        show_profile(result)
 
     # ------------------------------------------------------------------ helpers
 
@@ -194,6 +240,62 @@ class TuningMagics(SessionMagics):
     def _device(self) -> Device:
         return current_device(self.session.auto_target == "cuda")
 
+    def _call(self, expression: str) -> tuple[CompiledFunction, list[Any], dict[str, Any]]:
+        """The compiled function and the argument values of `FUNC(ARGS)`, evaluated in the notebook."""
+        try:
+            tree = ast.parse(expression, mode="eval").body
+        except SyntaxError as error:
+            raise UsageError(f"not a Python expression: {expression} ({error.msg})") from None
+        function = self._evaluate(tree.func) if isinstance(tree, ast.Call) else None
+        if not isinstance(tree, ast.Call) or not isinstance(function, CompiledFunction):
+            raise UsageError("%profile profiles one call of a compiled Choreo function: %profile FUNC(ARGS)")
+        if any(isinstance(argument, ast.Starred) for argument in tree.args) or any(
+            keyword.arg is None for keyword in tree.keywords
+        ):
+            raise UsageError("%profile FUNC(ARGS): write the arguments out, without * or **")
+        args = [self._evaluate(argument) for argument in tree.args]
+        return (
+            function,
+            args,
+            {keyword.arg: self._evaluate(keyword.value) for keyword in tree.keywords if keyword.arg},
+        )
+
+    def _evaluate(self, node: ast.expr) -> Any:
+        return eval(compile(ast.Expression(node), "<argument>", "eval"), self._namespace)
+
+    def _metric_probe(self, metric: str, expression: str) -> MetricProbe:
+        """`--metric`: profiles the call EXPR makes, with whatever build of its function is published then."""
+        from choreo_kernel.kernel.profile import NO_GPU
+        from choreo_kernel.profiling import profile as profiling
+        from choreo_kernel.profiling.tools import ToolMissing
+
+        self._call(expression)  # EXPR must be one call of a compiled function
+        if self.session.auto_target != "cuda":
+            raise UsageError(f"%sweep --metric: {NO_GPU}")
+        name = profiling.metric_name(metric)
+
+        def measure() -> float:
+            function, args, kwargs = self._call(expression)
+            call = saved_call(function.module, function.__name__, args, kwargs)
+            try:
+                return profiling.measure_metric(call, function.module.kernels(function.__name__), name)
+            except (ToolMissing, profiling.ProfileFailed) as problem:
+                raise ChoreoError.simple(f"--metric {name}: {problem}") from None
+
+        return MetricProbe(name, profiling.lower_is_better(name), measure)
+
+    def _module_with(self, function: CompiledFunction, overrides: dict[str, object]) -> Module:
+        """The function's module, compiled again with `overrides` in place of its cell's values."""
+        module = function.module
+        if not overrides:
+            return module
+        cell = CompiledCell(module.source, module.defines, module.target, module.filename)
+        try:
+            check_cell_takes(cell, {name: [value] for name, value in overrides.items()})
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        return ck.compile(module.source, {**module.defines, **overrides}, "cuda", module.filename)
+
     def _function(self, text: str) -> CompiledFunction:
         value = self._namespace.get(text)
         if not isinstance(value, CompiledFunction):
@@ -213,6 +315,71 @@ def parse_grid(text: str) -> Grid:
     return grid
 
 
+@dataclass(frozen=True)
+class ProfileOptions:
+    expression: str
+    source: bool = False
+    defines: dict[str, object] = field(default_factory=dict)
+    report: str | None = None
+
+
+def parse_profile_line(line: str) -> ProfileOptions:
+    """`--source -D BN=128 -o best gemm(a, b)`: the options come first, then the call."""
+    usage = "%profile [--source] [-D NAME=VALUE]... [-o REPORT] FUNC(ARGS)"
+    words = line.split()
+    options = ProfileOptions("")
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        word = words[index]
+        index += 1
+        if word == "--source":
+            options = replace(options, source=True)
+            continue
+        if word != "-o" and not word.startswith("-D"):
+            raise UsageError(
+                f"{word} is not an option of %profile; the options are --source, -D NAME=VALUE and -o REPORT"
+            )
+        value = word[2:]  # -DNAME=VALUE
+        if not value:
+            if index == len(words):
+                raise UsageError(f"{word} needs a value: {usage}")
+            value = words[index]
+            index += 1
+        if word == "-o":
+            options = replace(options, report=value)
+        else:
+            try:
+                name, define = parse_define(value)
+            except argparse.ArgumentTypeError as error:
+                raise UsageError(f"-D {error}") from None
+            options.defines[name] = define
+    expression = " ".join(words[index:])
+    if not expression:
+        raise UsageError(usage)
+    return replace(options, expression=expression)
+
+
+def saved_call(module: Module, function: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The call as the profile's child process makes it: the module's source and defines, host copies of the values."""
+    from choreo_kernel.profiling.call import Call, host_value
+
+    return Call(
+        module.source,
+        module.defines,
+        module.filename,
+        function,
+        tuple(host_value(value) for value in args),
+        {name: host_value(value) for name, value in kwargs.items()},
+    )
+
+
+def profile_report_path(report: str | None, function: str, defines: dict[str, object]) -> Path:
+    """Where the report is saved: REPORT, or FUNC (with the -D values) in the working directory."""
+    name = report or function + "".join(f"_{key}{value}" for key, value in defines.items())
+    path = Path(name)
+    return (path if path.suffix == ".ncu-rep" else path.with_name(path.name + ".ncu-rep")).resolve()
+
+
 def show_sweep(result: Sweep) -> None:
     """The table, the plot, and the best point as `#define` lines to paste into the cell."""
     display(sweep_table(result), raw=True)
@@ -222,5 +389,8 @@ def show_sweep(result: Sweep) -> None:
         print("no point ran and agreed with the first point: nothing to recommend")
         return
     rate = f", {best.timing.rate_text()}" if best.timing.rate is not None else ""
-    print(f"best: {best.label} (median {format_seconds(best.timing.median)}{rate}); paste into the cell:")
+    metric = f", {result.metric.name} {best.metric:.4g}" if result.metric and best.metric is not None else ""
+    print(
+        f"best: {best.label} (median {format_seconds(best.timing.median)}{rate}{metric}); paste into the cell:"
+    )
     print(result.defines_text())
