@@ -3,6 +3,8 @@
 #   bench/h200.sh tests       every GPU test (`pytest -m gpu`: conformance on cuda vs REF and sim,
 #                             the tutorials on cuda at full size, the tuning magics)
 #   bench/h200.sh tutorials   only the tutorials and the tuning magics on cuda
+#   bench/h200.sh profile     %profile, --ptx/--sass and %sweep --metric on cuda, and tutorial 05
+#                             (ncu and nvdisasm from the CUDA toolkit; the facts line is printed)
 #   bench/h200.sh bench       bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
 #                             (each alone: gemm, copy, compile)
 # Several modes run in order: `bench/h200.sh tutorials bench`.
@@ -30,11 +32,12 @@ run_mode() {
     case $1 in
     tests) gpu_tests tests ;;
     tutorials) gpu_tests tests/test_tutorials.py tests/test_kernel_tuning.py ;;
+    profile) gpu_tests -s tests/test_kernel_tuning.py tests/test_tutorials.py -k "profile or sass or metric or 05_tuning" ;;
     gemm) timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log" ;;
     copy) timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log" ;;
     compile) timeout 120 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log" ;;
     bench) run_mode gemm && run_mode copy && run_mode compile ;;
-    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, gemm, copy, compile, bench)" >&2; return 2 ;;
+    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, copy, compile, bench)" >&2; return 2 ;;
     esac
 }
 

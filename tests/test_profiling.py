@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import importlib.util
 import itertools
 import os
 import re
@@ -19,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from IPython.core.error import UsageError
 from pygments.token import Comment, Keyword
@@ -462,26 +464,23 @@ FAKE_NCU = """\
 import subprocess, sys
 open({log!r}, "w").write("\\n".join(sys.argv[1:]))
 app = sys.argv[sys.argv.index("--source-folders") + 2:]
-sys.exit(subprocess.run(app).returncode)
+status = subprocess.run(app).returncode
+sys.exit(status if {passes_status} else 0)
 """
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="a shell-script stand-in for ncu")
-def test_the_call_goes_to_a_child_process_under_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="a script stands in for ncu")
+@pytest.mark.parametrize("passes_status", [True, False], ids=["ncu passes the status on", "ncu swallows it"])
+def test_the_call_goes_to_a_child_process_under_ncu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passes_status: bool
+) -> None:
     """The saved call reaches the child, which compiles it for cuda; without CuPy it fails in one line."""
-    pytest.importorskip("numpy")
-    try:
-        import cupy  # type: ignore[import-not-found]  # noqa: F401
-
+    if importlib.util.find_spec("cupy") is not None:
         pytest.skip("CuPy is here: the child would run the call (the GPU tests cover that)")
-    except ImportError:
-        pass
-    import numpy as np
-
     log = tmp_path / "ncu-arguments"
     fake = tmp_path / "bin" / "ncu"
     fake.parent.mkdir()
-    fake.write_text(FAKE_NCU.format(python=sys.executable, log=str(log)))
+    fake.write_text(FAKE_NCU.format(python=sys.executable, log=str(log), passes_status=passes_status))
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     source = recorded("gemm_ws.co")

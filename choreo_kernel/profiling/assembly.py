@@ -186,6 +186,7 @@ def annotated_listing(kind: str, cuda_source: str, choreo_source: str, on_gpu: b
         listing = parse_ptx(ptx_of(cuda_source, on_gpu))
         made = f"PTX from {'NVRTC' if on_gpu else 'nvcc'}"
     else:
+        require("nvdisasm", "--sass", NVDISASM_INSTALL)  # before building a cubin it could not read
         listing = parse_sass(sass_of(cubin_of(cuda_source, on_gpu)))
         made = "SASS: nvdisasm of " + (
             "the cubin the cuda target loads" if on_gpu else f"nvcc's {ARCH} cubin"

@@ -102,26 +102,30 @@ def record(
             "choreo_kernel.profiling.child",
             str(work / SPEC),
         ]
-        _run(command, f"{call.function}()")
+        done = _run(command, f"{call.function}()")
+        if not (work / RESULT).exists():  # the child failed, and ncu did not pass its status on
+            raise ProfileFailed(
+                f"{call.function}() failed under ncu: {failure_reason(done.stdout + done.stderr)}"
+            )
         if not report.exists():
             raise ProfileFailed(
                 f"ncu profiled no kernel of {call.function}() (it launches {', '.join(kernels)})"
             )
         result = json.loads((work / RESULT).read_text())
-        launches = parse_raw_page(_run(import_command(ncu, report, "raw"), "reading the report"))
-        page = _run(import_command(ncu, report, "source"), "reading the report") if source_page else ""
+        launches = parse_raw_page(_run(import_command(ncu, report, "raw"), "reading the report").stdout)
+        page = _run(import_command(ncu, report, "source"), "reading the report").stdout if source_page else ""
         return Recording(report, launches, Path(result["cubin"]), result["cuda_source"], page)
 
 
-def _run(command: list[str], what: str) -> str:
-    """ncu's output; `ProfileFailed` with the line that says why, when it fails."""
+def _run(command: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    """ncu's run; `ProfileFailed` with the line that says why, when it fails."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=PROFILE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise ProfileFailed(f"ncu did not finish {what} in {PROFILE_TIMEOUT_S} s") from None
     if done.returncode != 0:
         raise ProfileFailed(f"ncu failed on {what}: {failure_reason(done.stdout + done.stderr)}")
-    return done.stdout
+    return done
 
 
 def failure_reason(output: str) -> str:
