@@ -88,10 +88,11 @@ def roofline_text(kernel: KernelProfile, point: RooflinePoint) -> str:
 
 def lines_bundle(kernel: str, lines: list[LineSamples], total: int) -> dict[str, str]:
     """The Choreo lines with the most warp samples in one kernel, each with its two top stalls."""
-    headers = ["line", "Choreo source", "samples", "top stalls"]
+    headers = ["line", "Choreo source", "samples", "top stalls (of the kernel's samples)"]
     rows = []
     for line in lines[:LINES_SHOWN]:
-        stalls = ", ".join(f"{key.replace('_', ' ')} {count / total:.0%}" for key, count in line.top_stalls())
+        shown = [(key, count / total) for key, count in line.top_stalls() if count >= 0.005 * total]
+        stalls = ", ".join(f"{key.replace('_', ' ')} {share:.0%}" for key, share in shown)
         where = str(line.line) if line.line is not None else "—"
         text = line.text if line.line is not None else "(kernel set-up and code of no Choreo statement)"
         rows.append([where, text, f"{line.samples / total:.1%}" if total else "0", stalls or "—"])

@@ -170,8 +170,11 @@ class TuningMagics(SessionMagics):
         report = profile_report_path(options.report, function.__name__, options.defines)
         try:
             result = profiling.profile(call, module.kernels(function.__name__), report, label, options.source)
-        except (ToolMissing, profiling.ProfileFailed) as problem:
-            print(f"%profile: {problem}")
+        except ToolMissing as missing:  # "%profile needs ncu, ..."
+            print(missing)
+            return
+        except profiling.ProfileFailed as failed:
+            print(f"%profile: {failed}")
             return
         self._namespace["_profile"] = result
         show_profile(result)
@@ -231,16 +234,16 @@ class TuningMagics(SessionMagics):
         if not isinstance(tree, ast.Call):
             return 0
         arguments = [
-            eval(compile(ast.Expression(argument), "<argument>", "eval"), self._namespace)
-            for argument in tree.args
-            if not isinstance(argument, ast.Starred)
+            self._evaluate(argument) for argument in tree.args if not isinstance(argument, ast.Starred)
         ]
         return array_bytes([*arguments, result])
 
     def _device(self) -> Device:
         return current_device(self.session.auto_target == "cuda")
 
-    def _call(self, expression: str) -> tuple[CompiledFunction, list[Any], dict[str, Any]]:
+    def _call(
+        self, expression: str, magic: str = "%profile"
+    ) -> tuple[CompiledFunction, list[Any], dict[str, Any]]:
         """The compiled function and the argument values of `FUNC(ARGS)`, evaluated in the notebook."""
         try:
             tree = ast.parse(expression, mode="eval").body
@@ -248,11 +251,13 @@ class TuningMagics(SessionMagics):
             raise UsageError(f"not a Python expression: {expression} ({error.msg})") from None
         function = self._evaluate(tree.func) if isinstance(tree, ast.Call) else None
         if not isinstance(tree, ast.Call) or not isinstance(function, CompiledFunction):
-            raise UsageError("%profile profiles one call of a compiled Choreo function: %profile FUNC(ARGS)")
+            raise UsageError(
+                f"{magic} profiles one call of a compiled Choreo function: EXPR must be FUNC(ARGS)"
+            )
         if any(isinstance(argument, ast.Starred) for argument in tree.args) or any(
             keyword.arg is None for keyword in tree.keywords
         ):
-            raise UsageError("%profile FUNC(ARGS): write the arguments out, without * or **")
+            raise UsageError(f"{magic} FUNC(ARGS): write the arguments out, without * or **")
         args = [self._evaluate(argument) for argument in tree.args]
         return (
             function,
@@ -269,7 +274,7 @@ class TuningMagics(SessionMagics):
         from choreo_kernel.profiling import profile as profiling
         from choreo_kernel.profiling.tools import ToolMissing
 
-        self._call(expression)  # EXPR must be one call of a compiled function
+        self._call(expression, "%sweep --metric")  # EXPR must be one call of a compiled function
         if self.session.auto_target != "cuda":
             raise UsageError(f"%sweep --metric: {NO_GPU}")
         name = profiling.metric_name(metric)
