@@ -30,10 +30,10 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
-from choreo_kernel.compiler.cuda.host import NotEvaluable, evaluate, shape
 from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScalar, KernelParameter, Launch
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled

@@ -13,8 +13,8 @@ import itertools
 from collections.abc import Iterator
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.levels import const_int
 from choreo_kernel.compiler.analysis.scope import THREADS_PER_UNIT, Context
+from choreo_kernel.compiler.semantics.evaluate import constant
 
 MAX_THREADS = 1024
 
@@ -34,7 +34,7 @@ def triggering_threads(context: Context) -> set[tuple[int, ...]] | None:
             else (level.clause.count,)
         )
         for name, count in itertools.zip_longest(names, counts):
-            extent = const_int(count) if count is not None else None
+            extent = constant(count) if count is not None else None
             if extent is None:
                 return None
             variables.append(name.id if name is not None else f"_anonymous{len(variables)}")

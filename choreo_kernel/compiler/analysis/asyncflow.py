@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.arrivals import direct_arrivals
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
-from choreo_kernel.compiler.analysis.levels import const_int
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
+from choreo_kernel.compiler.semantics.evaluate import constant, constant_count
 from choreo_kernel.compiler.source_text import expression, expressions
 
 PENDING = "pending"  # issued, not yet consumed
@@ -81,7 +81,7 @@ class AsyncFlow(ForwardFlow[State]):
                     self.event_uses.append(use)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
             symbol = self.info.symbol_of.get(id(stmt.target))
-            if symbol is not None and symbol.mutable and const_int(stmt.value) is not None:
+            if symbol is not None and symbol.mutable and constant(stmt.value) is not None:
                 self.constant_resets.append((symbol, loops))
         inner = (*loops, stmt) if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)) else loops
         for child in ast.child_statements(stmt):
@@ -176,7 +176,7 @@ class AsyncFlow(ForwardFlow[State]):
             return
         order = use.expr.args[0]
         size = dims[0]
-        if isinstance(order, ast.Binary) and order.op == "%" and const_int(order.right) == size:
+        if isinstance(order, ast.Binary) and order.op == "%" and constant(order.right) == size:
             self.sink.error(
                 f"'{expression(use.expr)}' reduces the order modulo the ring size {size}, which discards the "
                 f"phase: pass the order itself (slot and phase are derived from it) or keep it modulo "
@@ -461,7 +461,7 @@ class AsyncFlow(ForwardFlow[State]):
 
 def _trip_count(loop: ast.Stmt) -> int | None:
     if isinstance(loop, ast.Foreach):
-        return const_int(loop.extent)
+        return constant_count(loop.extent)
     return None
 
 

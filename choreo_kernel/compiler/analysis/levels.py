@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.scope import LEVEL_RANK, THREADS_PER_UNIT, Context, Level
 from choreo_kernel.compiler.diagnostics import DiagnosticSink
+from choreo_kernel.compiler.semantics.evaluate import constant_count
 
 MAX_THREADS_PER_BLOCK = 1024
 
@@ -77,41 +78,6 @@ def _check_nesting(level: str, outer: list[str], clause: ast.ParallelClause, sin
             return
 
 
-def const_int(expr: ast.Expr) -> int | None:
-    """The value of a compile-time integer expression made of literals (macros are expanded)."""
-    if isinstance(expr, ast.IntLiteral):
-        return expr.value
-    if isinstance(expr, ast.Paren):
-        return const_int(expr.inner)
-    if isinstance(expr, ast.Unary) and expr.op == "-":
-        value = const_int(expr.operand)
-        return -value if value is not None else None
-    if isinstance(expr, ast.Binary) and expr.op in ("+", "-", "*", "/", "%", "<<", ">>"):
-        left, right = const_int(expr.left), const_int(expr.right)
-        if left is None or right is None or (expr.op in "/%" and right == 0):
-            return None
-        if expr.op == "/":
-            return int(left / right)
-        if expr.op == "%":
-            return left - int(left / right) * right
-        return {
-            "+": left + right,
-            "-": left - right,
-            "*": left * right,
-            "<<": left << right,
-            ">>": left >> right,
-        }[expr.op]
-    if isinstance(expr, ast.ListLiteral):
-        values = [const_int(item) for item in expr.items]
-        if any(v is None for v in values):
-            return None
-        result = 1
-        for v in values:
-            result *= v  # type: ignore[operator]
-        return result
-    return None
-
-
 def thread_count(stmt: ast.Parallel, filled: tuple[str, ...] | None = None) -> int | None:
     """Threads per block that the sub-block levels of `stmt` (and the parallels inside it) make."""
     filled = filled or fill_levels(stmt, Context(levels=()))
@@ -130,7 +96,7 @@ def _threads(stmt: ast.Parallel, filled: tuple[str, ...], index: int) -> int | N
     rest = _threads(stmt, filled, index + 1)
     if level == "block":
         return rest
-    count = const_int(stmt.clauses[index].count)
+    count = constant_count(stmt.clauses[index].count)
     if count is None:
         return None
     return count * (rest if rest is not None else THREADS_PER_UNIT[level])

@@ -46,6 +46,7 @@ from choreo_kernel.compiler.analysis.values import (
     shape_text,
 )
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
+from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.compiler.source_text import expression, expressions
 
 MATH_BUILTINS = ("__exp", "__log", "__sqrt", "__rsqrt", "__max", "__min", "__abs", "__tanh")
@@ -1162,7 +1163,7 @@ class Resolver:
             dims = [self._dim_of(arg, value) for arg, value in zip(expr.args, args)]
             a, b = dims
             if isinstance(a, int) and isinstance(b, int) and b != 0:
-                return Scalar("s32", -(-a // b))
+                return Scalar("s32", cint.cdiv(a, b))
             return Scalar("s32", fold("/", fold("-", fold("+", a, b), 1), b))
         types = [v.type if isinstance(v, Scalar) else "s32" for v in args if isinstance(v, (Scalar, Bounded))]
         if len(types) != len(args):

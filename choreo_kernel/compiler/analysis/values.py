@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler.diagnostics import Span
+from choreo_kernel.compiler.semantics import cint
 
 if TYPE_CHECKING:
     from choreo_kernel.compiler import ast
@@ -52,8 +53,7 @@ def fold(op: str, a: Dim, b: Dim) -> Dim:
             return a * b
         if b == 0:
             return f"{a} {op} 0"
-        quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
-        return quotient if op == "/" else a - quotient * b
+        return cint.divide(a, b) if op == "/" else cint.remainder(a, b)
     if op == "/" and a == b:
         return 1
     if op in ("*", "/") and b == 1:

@@ -26,6 +26,7 @@ from choreo_kernel.compiler.cuda.views import (
     Window,
     element_count,
 )
+from choreo_kernel.compiler.semantics import cint
 
 _COMPARISON = ("==", "!=", "<", ">", "<=", ">=", "&&", "||")
 _MATH_FUNCTIONS = {
@@ -263,7 +264,7 @@ class Expressions:
         if name == "cdiv" and len(args) == 2:
             a, b = args[0].expr, args[1].expr
             if a.value is not None and b.value is not None and b.value > 0:
-                return Operand(cexpr.const(-(-a.value // b.value)), "s32")
+                return Operand(cexpr.const(cint.cdiv(a.value, b.value)), "s32")
             return Operand(cexpr.call("choreo::cdiv", a, b), "s32")
         widened = [elements.widen(arg.expr, arg.type) for arg in args]
         if name in ("__max", "__min") and len(args) == 2:

@@ -16,10 +16,11 @@ from choreo_kernel.compiler.analysis.levels import inner_parallels
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import THREADS_PER_UNIT, Context
 from choreo_kernel.compiler.analysis.values import Symbol
-from choreo_kernel.compiler.cuda import cexpr, host
+from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.views import LoweringError
+from choreo_kernel.compiler.semantics import evaluate as host
 
 THREAD_INDEX = cexpr.name("threadIdx.x")
 GRID_AXES = ("x", "y", "z")

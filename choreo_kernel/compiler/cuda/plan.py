@@ -2,7 +2,7 @@
 
 A function's statements outside every `parallel` become steps: allocate a global buffer,
 compute a host scalar, launch a kernel, return. Sizes stay Choreo expressions, which the
-runtime evaluates (compiler/cuda/host.py) from the call's arguments, so one compiled
+runtime evaluates (compiler/semantics/evaluate.py) from the call's arguments, so one compiled
 binary serves every shape that binds the symbolic dimensions.
 """
 
