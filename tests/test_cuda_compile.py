@@ -155,6 +155,15 @@ def test_event_arrival_counts_follow_the_triggering_threads() -> None:
     assert "((order / 2) & 1) ^ 1" in cuda  # empty is '= ready': its parity is flipped
 
 
+def test_a_trigger_between_levels_arrives_with_every_thread_of_its_instance() -> None:
+    """event<2> counts the two warpgroups whose bodies trigger; the mbarrier counts their 256 threads."""
+    assert "choreo::mbarrier_init(&done[0], 256);" in emitted_for("trigger_between_levels.co")
+
+
+def test_two_bound_triggers_on_two_slots_arrive_once_on_each() -> None:
+    assert "choreo::mbarrier_init(&full[slot], 1);" in emitted_for("ring_two_bound_slots.co")
+
+
 def test_a_one_slot_ready_handoff_becomes_a_named_barrier() -> None:
     cuda = emitted_for("named_barrier_handoff.co")
     assert "choreo::named_barrier_sync(15, 64);" in cuda

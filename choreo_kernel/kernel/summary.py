@@ -1,7 +1,7 @@
 """One line per compiled function: its signature, kernels, threads per block and shared data.
 
 Everything here is read off the analysis, never guessed: a host-level `parallel` is one
-kernel launch, its block size is what the levels module computes, and shared memory is the
+kernel launch, its block size is the launch model's (compiler/semantics/launch.py), and shared memory is the
 shared buffers the kernel uses (declared ones and `=> shared` copy destinations). Counts that
 depend on the arguments say so instead of showing a number.
 """
@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.levels import inner_parallels
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.scope import THREADS_PER_UNIT, Context
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Dim, product
 from choreo_kernel.compiler.preprocess import blank_comments
 
@@ -42,12 +40,11 @@ def signature(info: FunctionInfo, source: str) -> str:
 
 def kernels(info: FunctionInfo) -> list[Kernel]:
     """The kernels of a function in launch order, with what each one needs per block."""
-    launches = [launch for stmt in info.function.body.body for launch in inner_parallels(stmt)]
-    found = {id(launch.clauses[0]): Kernel() for launch in launches}
-    for context in info.context_of.values():
-        kernel = found.get(id(context.levels[0].clause)) if context.levels else None
-        if kernel is not None:
-            kernel.threads = _larger(kernel.threads, _block_size(context))
+    launches = info.launches
+    found = {
+        id(kernel.clauses[0]): Kernel(launches.launch(kernel).block_size)
+        for kernel in launches.structure.kernels
+    }
     for clause_id, elem, dims in _shared_buffers(info):
         kernel = found[clause_id]
         size = product((ELEMENT_BYTES[elem], *dims))
@@ -56,21 +53,6 @@ def kernels(info: FunctionInfo) -> list[Kernel]:
         else:
             kernel.shared_symbolic = True
     return list(found.values())
-
-
-def _block_size(context: Context) -> Dim:
-    """Threads per block seen from a statement: its sub-block level counts, a warp(group) unit last."""
-    inside = [level for level in context.levels if level.name != "block"]
-    if not inside:
-        return 1
-    return product((*(level.count for level in inside), THREADS_PER_UNIT[inside[-1].name]))
-
-
-def _larger(a: Dim, b: Dim) -> Dim:
-    """The block size seen from the deepest statement; siblings agree (the compiler checks that)."""
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    return b if a == 1 else a
 
 
 def _shared_buffers(info: FunctionInfo) -> list[tuple[int, str, tuple[Dim, ...]]]:

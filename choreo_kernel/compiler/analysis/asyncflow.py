@@ -16,7 +16,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.arrivals import direct_arrivals
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, FutureInfo, Symbol
@@ -100,7 +99,7 @@ class AsyncFlow(ForwardFlow[State]):
     def _check_events(self) -> None:
         triggered = {use.event for use in self.event_uses if use.is_trigger}
         for event in self.info.events:
-            self._check_arrival_count(event, [use for use in self.event_uses if use.event is event])
+            self._check_arrival_count(event)
         ring_events = {use.event for use in self.event_uses if use.form == "at"}
         for use in self.event_uses:
             event = use.event
@@ -122,20 +121,21 @@ class AsyncFlow(ForwardFlow[State]):
                     use.expr.span,
                 )
 
-    def _check_arrival_count(self, event: Symbol, uses: list[EventUse]) -> None:
+    def _check_arrival_count(self, event: Symbol) -> None:
         """`event<N>` states the arrival count; warn when it differs from the count derived from the scopes."""
-        declaration = event.declaration
-        stated = declaration.arrival_count if isinstance(declaration, ast.EventDecl) else None
-        triggers = [
-            u for u in uses if u.is_trigger and isinstance(u.statement, ast.Trigger) and not u.statement.after
-        ]
-        if stated is None or not triggers:
+        arrivals = self.info.arrivals.get(event)
+        if arrivals is None or arrivals.stated is None or not arrivals.direct:
             return
-        derived = direct_arrivals(self.info.context_of[id(u.statement)] for u in triggers)
-        if derived is not None and derived != stated:
+        derived = arrivals.derived
+        if derived is not None and derived != arrivals.stated:
+            who = (
+                "threads trigger it"
+                if all(site.unit == 1 for site in arrivals.sites)
+                else "instances trigger it"
+            )
             self.sink.warning(
-                f"event '{event.name}' states {stated} arrivals (event<{stated}>), but {derived} threads trigger it "
-                f"directly; the stated count wins",
+                f"event '{event.name}' states {arrivals.stated} arrivals (event<{arrivals.stated}>), but {derived} "
+                f"{who} directly; the stated count wins",
                 event.span,
             )
 

@@ -27,6 +27,7 @@ from choreo_kernel.compiler.analysis.values import (
     shape_text,
 )
 from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.semantics.levels import Level
 
 if TYPE_CHECKING:
     from choreo_kernel.compiler.analysis.resolve import Resolver
@@ -57,7 +58,7 @@ def check_exec(
             acc_expr.span,
         )
         return info
-    if "group-4" not in context.level_names:
+    if Level.WARPGROUP not in context.level_kinds:
         resolver.hopper_rule(
             f"'{operation.text}' must run on a warpgroup: on target cuda (sm_90a, WGMMA) put it inside a "
             "'group-4' scope (for example 'parallel wg by 1 : group-4 { ... }')",
@@ -203,13 +204,13 @@ def _check_accumulator_owner(
     """An accumulator declared above the warpgroup level must serve exactly one warpgroup (12.5)."""
     declaration = getattr(symbol, "declaration", None)
     declared_context = resolver.info.context_of.get(id(declaration))
-    if declared_context is None or "group-4" in declared_context.level_names:
+    if declared_context is None or Level.WARPGROUP in declared_context.level_kinds:
         return
-    for level in context.levels:
-        if level.name == "group-4" and isinstance(level.count, int) and level.count > 1:
+    for scope in context.levels:
+        if scope.level == Level.WARPGROUP and isinstance(scope.count, int) and scope.count > 1:
             resolver.error(
                 f"accumulator '{symbol.name}' is declared outside the warpgroup scope, but "
-                f"{level.count} warpgroups run this MMA: declare it inside the 'group-4' scope, one per warpgroup",
+                f"{scope.count} warpgroups run this MMA: declare it inside the 'group-4' scope, one per warpgroup",
                 operation.span,
                 Note("the accumulator is declared here", symbol.span),
             )

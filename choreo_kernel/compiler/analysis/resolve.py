@@ -12,10 +12,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis import levels, mma
-from choreo_kernel.compiler.analysis.scope import Context, Level, Scope
+from choreo_kernel.compiler.analysis.launch_checks import check_launches
+from choreo_kernel.compiler.analysis.scope import Context, LevelScope, Scope
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
     FLOAT_TYPES,
@@ -47,6 +49,9 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
 from choreo_kernel.compiler.semantics import cint
+from choreo_kernel.compiler.semantics.arrivals import EventArrivals, event_arrivals, trigger_sites
+from choreo_kernel.compiler.semantics.launch import FunctionLaunches
+from choreo_kernel.compiler.semantics.levels import Level
 from choreo_kernel.compiler.source_text import expression, expressions
 
 MATH_BUILTINS = ("__exp", "__log", "__sqrt", "__rsqrt", "__max", "__min", "__abs", "__tanh")
@@ -66,9 +71,22 @@ class FunctionInfo:
     futures: dict[int, Symbol] = field(default_factory=dict)  # id(OperationStmt) -> its future's Symbol
     operations: dict[int, FutureInfo] = field(default_factory=dict)  # id(OperationStmt) -> what it made
     context_of: dict[int, Context] = field(default_factory=dict)  # id(Stmt) -> Context
-    levels_of: dict[int, tuple[str, ...]] = field(default_factory=dict)  # id(Parallel) -> filled levels
+    levels_of: dict[int, tuple[Level, ...]] = field(default_factory=dict)  # id(Parallel) -> filled levels
+    counts_of: dict[int, tuple[Dim, ...]] = field(default_factory=dict)  # id(ParallelClause) -> its counts
     events: list[Symbol] = field(default_factory=list)
-    returns: Value | None = None
+    launches: FunctionLaunches = field(init=False)  # who runs what (semantics/launch.py)
+    arrivals: dict[Symbol, EventArrivals] = field(default_factory=dict)  # of the events of static launches
+
+    def declared(self, declaration: object, name: str) -> Symbol | None:
+        """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""
+        return self._declared.get((id(declaration), name))
+
+    @cached_property
+    def _declared(self) -> dict[tuple[int, str], Symbol]:
+        declared: dict[tuple[int, str], Symbol] = {}
+        for symbol in (*self.symbol_of.values(), *self.events):
+            declared.setdefault((id(symbol.declaration), symbol.name), symbol)
+        return declared
 
     def future_named(self, expr: ast.Expr) -> Symbol | None:
         """The future variable that `expr` names (`wait f`, `after f`, `swap(f, g)`), if it names one."""
@@ -110,7 +128,9 @@ class Resolver:
         self.saw_return = False
         for param in function.params:
             self._param(param)
+        self.badly_nested: set[int] = set()  # id(kernel) of kernels whose levels do not nest
         self._statements(function.body.body, Context())
+        self._launches()
         if function.return_type.name not in ("void", "auto") and not self.saw_return:
             self.error(
                 f"function '{function.name}' returns {_type_ref_text(function.return_type)} "
@@ -118,6 +138,18 @@ class Resolver:
                 function.name_span,
             )
         return self.info
+
+    def _launches(self) -> None:
+        """The launch model of the function, its size checks, and the arrivals of its events."""
+        info = self.info
+        info.launches = FunctionLaunches(
+            info.function, info.levels_of, info.counts_of, info.declared, info.symbol_of
+        )
+        check_launches(info.launches, self.badly_nested, self.sink)
+        for event, triggers in trigger_sites(info.function.body, info.event_named).items():
+            launch = info.launches.of(info.context_of[id(triggers[0])])
+            if launch is not None and launch.is_static and id(launch.kernel) not in self.badly_nested:
+                info.arrivals[event] = event_arrivals(event, triggers, info.context_of, launch)
 
     def _param(self, param: ast.Param) -> None:
         ref = param.type
@@ -343,13 +375,18 @@ class Resolver:
     # ---- parallel, loops, control flow
 
     def _stmt_Parallel(self, stmt: ast.Parallel, context: Context) -> None:
-        filled = levels.fill_levels(stmt, context, self.sink)
+        if not context.in_parallel:
+            self.kernel = stmt
+        filled, nests = levels.fill_levels(stmt, context, self.sink)
         self.info.levels_of[id(stmt)] = filled
+        if not nests:
+            self.badly_nested.add(id(self.kernel))
         entered = list(context.levels)
         names: list[tuple[ast.Name, Value, ast.Parallel]] = []
         for clause, level in zip(stmt.clauses, filled):
             counts = self._parallel_counts(clause, level)
-            entered.append(Level(level, product(counts), clause))
+            self.info.counts_of[id(clause)] = counts
+            entered.append(LevelScope(level, product(counts), clause))
             variables = clause.variables.names if clause.variables else ()
             if clause.variables is not None and len(variables) != len(counts):
                 self.error(
@@ -363,7 +400,6 @@ class Resolver:
                 "launched asynchronously",
                 stmt.span,
             )
-        levels.check_sibling_threads(stmt, filled, self.sink)
         inner = context.enter(levels=tuple(entered))
 
         def declare() -> None:
@@ -521,7 +557,6 @@ class Resolver:
         if self.return_type.name == "void":
             self.error("a 'void' function cannot return a value", stmt.value.span)
             return
-        self.info.returns = value
         if isinstance(value, Future) and not value.is_data:
             return
         if self.return_type.name != "auto" and self.return_type.shape is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.cuda import cexpr
-from choreo_kernel.compiler.cuda.layout import Group
+from choreo_kernel.compiler.cuda.threads import Group
 from choreo_kernel.compiler.cuda.views import LoweringError, View
 
 

@@ -238,14 +238,16 @@ class FunctionLowering:
         body = emitter.emit()
         kernel_name = self.kernel_names.fresh(f"{self.function.name}_kernel")
         parameters = self._kernel_parameters(stmt, emitter)
-        grid = tuple(count for _, count in emitter.layout.grid())
+        grid = tuple(count for _, count in emitter.threads.grid())
         written = emitter.written
         out = CodeWriter()
         signature = ", ".join(self._c_parameter(p, written) for p in parameters)
         out.line(
             f"// __co__ {self.function.name}, line {self.function.span.line}: kernel for the parallel at line {stmt.span.line}"
         )
-        bounds = f"{emitter.layout.threads}, 1" if emitter.roles else f"{emitter.layout.threads}"
+        bounds = (
+            f"{emitter.threads.block_threads}, 1" if emitter.roles else f"{emitter.threads.block_threads}"
+        )
         if emitter.roles:
             out.line(
                 "// one block per SM: its warpgroups trade registers with setmaxnreg (producer and consumers)"
@@ -272,7 +274,7 @@ class FunctionLowering:
         out.lines.extend(body.splitlines())
         out.line("}")
         self.wrappers.update(emitter.mma.wrappers())
-        launch = Launch(kernel_name, stmt, grid, emitter.layout.threads, shared_bytes, parameters)
+        launch = Launch(kernel_name, stmt, grid, emitter.threads.block_threads, shared_bytes, parameters)
         return launch, out.text(), written
 
     def _kernel_parameters(self, stmt: ast.Parallel, emitter: KernelEmitter) -> tuple[KernelParameter, ...]:

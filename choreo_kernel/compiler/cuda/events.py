@@ -25,17 +25,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.arrivals import triggering_threads
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Event, Symbol
 from choreo_kernel.compiler.cuda import cexpr, source_text
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.expressions import Expressions
-from choreo_kernel.compiler.cuda.layout import WARP, KernelLayout
 from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.threads import KernelThreads
 from choreo_kernel.compiler.cuda.views import LoweringError
 from choreo_kernel.compiler.cuda.writer import CodeWriter
+from choreo_kernel.compiler.semantics.arrivals import TriggerSite
+from choreo_kernel.compiler.semantics.levels import WARP_THREADS as WARP
 
 FIRST_EVENT_BARRIER = 15  # named barriers 1..8 synchronize warpgroups; events count down from 15
 LAST_EVENT_BARRIER = 9
@@ -87,12 +88,12 @@ class Events:
         self,
         info: FunctionInfo,
         kernel: ast.Parallel,
-        layout: KernelLayout,
+        threads: KernelThreads,
         expressions: Expressions,
         wait_sites: list[WaitSite],
     ) -> None:
         self.info = info
-        self.layout = layout
+        self.threads = threads
         self.expressions = expressions
         self.by_symbol: dict[Symbol, EventLowering] = {}
         self.wait_sites = wait_sites  # the function's bounded waits; a timeout reports an index into it
@@ -148,57 +149,46 @@ class Events:
         out.line("__syncthreads();")
 
     def _arrivals(self, lowering: EventLowering, stmt: ast.EventDecl) -> int:
-        """Arrivals per generation: every thread that executes a direct trigger of the event (or every
-        warp of them), plus every instance that executes a `trigger ... after` of it."""
-        triggers = [use for use in lowering.uses if use.is_trigger]
-        if not triggers:
+        """The mbarrier's arrivals per generation: the event's arrivals (semantics/arrivals.py) as the
+        hardware sees them. The elected thread of each instance that runs a `trigger ... after` arrives
+        once; every thread that runs a direct trigger arrives (also where the trigger runs once per
+        instance, between levels), or every warp of them at once where whole warps trigger."""
+        if not any(use.is_trigger for use in lowering.uses):
             return 1  # never triggered: only `= ready` generation 0 is ever waited for
-        direct = [use for use in triggers if not use.is_bound]
-        bound = [use for use in triggers if use.is_bound]
-        if stmt.arrival_count is not None and not direct:
-            return stmt.arrival_count
-        count = sum(len(self._instances(use, stmt)) for use in bound)
-        if direct:
-            count += self._direct_arrivals(lowering, direct, stmt)
-        return count
-
-    def _direct_arrivals(self, lowering: EventLowering, direct: list[EventUse], stmt: ast.EventDecl) -> int:
-        sites = [self._threads_of(use, stmt) for use in direct]
-        reached = frozenset().union(*sites)
-        if stmt.arrival_count is not None:
-            # `event<N>` counts instances of the triggering level; each instance is this many threads.
-            context = self.info.context_of[id(direct[0].statement)]
-            points = triggering_threads(context)
-            per_instance = len(sites[0]) // len(points) if points else 1
-            return stmt.arrival_count * max(per_instance, 1)
-        # Per warp when each warp triggers every generation at one site with all its threads: the
-        # sites' thread sets are whole warps, equal or disjoint, and no `if` picks among them.
-        distinct = set(sites)
-        disjoint = sum(len(site) for site in distinct) == len(reached)
-        if (
-            disjoint
-            and all(_warp_aligned(site) for site in distinct)
-            and not any(u.conditional for u in direct)
-        ):
-            lowering.per_warp = True
-            return len(reached) // WARP
-        return len(reached)
-
-    def _threads_of(self, use: EventUse, stmt: ast.EventDecl) -> frozenset[int]:
-        """The threads that reach a trigger."""
-        threads = self.layout.threads_reaching(self.info.context_of[id(use.statement)])
-        if threads is None:
+        arrivals = self.info.arrivals.get(lowering.symbol)
+        if arrivals is None or arrivals.count is None:
             raise LoweringError(
                 f"which threads trigger event '{stmt.name}' depends on values known only at run time; "
                 f"state the arrival count with 'event<N> {stmt.name}'",
                 stmt,
             )
-        return threads
+        bound = len({arrival for site in arrivals.bound for arrival in site.arrivals or ()})
+        if not arrivals.direct:
+            return arrivals.count
+        if arrivals.stated is not None:
+            # `event<N>` counts executions; each execution of a direct trigger is this many threads.
+            direct = arrivals.stated - bound
+            if direct < 0:
+                raise LoweringError(
+                    f"event<{arrivals.stated}> '{stmt.name}' is smaller than its {bound} trigger-after arrivals",
+                    stmt,
+                )
+            return bound + direct * arrivals.direct[0].unit
+        return bound + self._direct_arrivals(lowering, arrivals.direct)
 
-    def _instances(self, use: EventUse, stmt: ast.EventDecl) -> set[int]:
-        """The instances of the level that issues TMA copies (12.2) among the threads that reach a trigger."""
-        size = self.layout.issuing_size(self.info.context_of[id(use.statement)])
-        return {thread // size for thread in self._threads_of(use, stmt)}
+    def _direct_arrivals(self, lowering: EventLowering, sites: tuple[TriggerSite, ...]) -> int:
+        """Threads that arrive directly, or warps where each warp triggers every generation at one site
+        with all its threads: the sites' thread sets are whole warps, equal or disjoint, and no `if`
+        picks among them."""
+        threads = [site.threads or frozenset() for site in sites]
+        reached = frozenset().union(*threads)
+        distinct = set(threads)
+        disjoint = sum(len(site) for site in distinct) == len(reached)
+        conditional = any(use.conditional for use in lowering.uses if use.is_trigger and not use.is_bound)
+        if disjoint and all(_warp_aligned(site) for site in distinct) and not conditional:
+            lowering.per_warp = True
+            return len(reached) // WARP
+        return len(reached)
 
     # ------------------------------------------------------------------ named barriers
 
@@ -230,7 +220,7 @@ class Events:
         reached: set[int] = set()
         for use in uses:
             context: Context = self.info.context_of[id(use.statement)]
-            threads = self.layout.threads_reaching(context)
+            threads = self.threads.threads_reaching(context)
             if threads is None or not context.path:
                 return None  # both sides must be known, independent paths
             reached |= threads

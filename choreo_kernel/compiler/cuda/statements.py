@@ -19,9 +19,9 @@ from choreo_kernel.compiler.cuda import cexpr, copies, elements, source_text
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import Events
 from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
-from choreo_kernel.compiler.cuda.layout import GRID_AXES, THREAD_GROUP, Group, KernelLayout
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import issue_only, plan_roles
+from choreo_kernel.compiler.cuda.threads import GRID_AXES, THREAD_GROUP, Group, KernelThreads
 from choreo_kernel.compiler.cuda.tma import Tma
 from choreo_kernel.compiler.cuda.views import (
     BufferArray,
@@ -75,8 +75,8 @@ class KernelEmitter:
         self.names = names
         self.out = CodeWriter(indent=1)
         self.expressions = Expressions(info, bindings)
-        self.layout = KernelLayout(info, kernel, self.expressions)
-        self.events = Events(info, kernel, self.layout, self.expressions, wait_sites)
+        self.threads = KernelThreads(info, kernel)
+        self.events = Events(info, kernel, self.threads, self.expressions, wait_sites)
         self.arena = Arena()
         self.shared_memory = names.fresh("shared_memory")
         self.status = names.fresh("status")
@@ -90,7 +90,7 @@ class KernelEmitter:
             for index, item in enumerate(block.body)
         }
         self.swizzles = shared_swizzles(info, kernel)
-        self.roles = plan_roles(info, kernel, self.layout)
+        self.roles = plan_roles(info, kernel, self.threads)
         self.tma = Tma(self)
         self.mma = Mma(self)
         self.in_elected_path = False  # inside a path that one elected thread per instance runs
@@ -101,7 +101,7 @@ class KernelEmitter:
         out = self.out
         kernel = self.kernel
         out.source(kernel)
-        for axis, (symbol, count) in zip(GRID_AXES, self.layout.grid()):
+        for axis, (symbol, count) in zip(GRID_AXES, self.threads.grid()):
             if symbol is not None:
                 self._bind_variable(symbol, cexpr.name(f"blockIdx.{axis}"), self.expressions.integer(count))
         self._thread_variables(kernel)
@@ -118,9 +118,9 @@ class KernelEmitter:
 
     def _thread_variables(self, stmt: ast.Parallel) -> None:
         for clause in stmt.clauses:
-            for variable in self.layout.variables.get(id(clause), []):
+            for variable in self.threads.variables(clause):
                 if variable.symbol is not None:
-                    value = variable.value(self.layout.threads)
+                    value = self.threads.value(variable)
                     self._bind_variable(variable.symbol, value, cexpr.const(variable.extent))
 
     # ------------------------------------------------------------------ statement lists
@@ -148,14 +148,14 @@ class KernelEmitter:
             raise
 
     def _group(self, stmt: ast.Stmt) -> Group:
-        return self.layout.group(self.info.context_of[id(stmt)])
+        return self.threads.group(self.info.context_of[id(stmt)])
 
     def elected(self, stmt: ast.Stmt) -> CExpr | None:
         """The condition that picks the thread issuing a TMA copy for its instance; None where the
         statement's threads are that thread already."""
         if self.in_elected_path:
             return None
-        return self.layout.elected(self.info.context_of[id(stmt)])
+        return self.threads.elected(self.info.context_of[id(stmt)])
 
     def _divergent(self, stmt: ast.Stmt) -> bool:
         """Inside an `inthreads` that picks threads below the block: no block-wide barrier may be emitted."""
@@ -223,7 +223,7 @@ class KernelEmitter:
     def _elected_path(self, stmt: ast.InThreads, tail: bool) -> None:
         """A path that only issues bound TMA loads and waits on events runs on one thread per instance."""
         context = self.info.context_of[id(stmt)]
-        condition = self.layout.elected(context.enter(predicates=(*context.predicates, stmt.condition)))
+        condition = self.threads.elected(context.enter(predicates=(*context.predicates, stmt.condition)))
         if condition is None:
             self._body(stmt.body, tail)
             return

@@ -128,18 +128,18 @@ class Tma:
             if isinstance(stmt, ast.Trigger):
                 self.bound.update(info.symbol_of[id(f)] for f in stmt.after if id(f) in info.symbol_of)
         out = self.emitter.out
-        layout = self.emitter.layout
+        threads = self.emitter.threads
         inits: list[str] = []
         for stmt in loads:
             if self._future_symbol(stmt) in self.bound:
                 continue
             context = info.context_of[id(stmt)]
-            instances = layout.threads // layout.issuing_size(context)
+            instances = threads.block_threads // threads.issuing_size(context)
             root = root_name(stmt.operation.destination)
             base = stmt.result.id if stmt.result is not None else root.id if root is not None else "tma"
             name = self.emitter.names.fresh(f"{base}_landed")
             offset = self.emitter.arena.allocate(name, 8 * instances, 8)
-            landing = Landing(name, self.emitter.names.fresh(f"{name}_phase"), layout.instance(context))
+            landing = Landing(name, self.emitter.names.fresh(f"{name}_phase"), threads.instance(context))
             self.landings[id(stmt)] = landing
             out.source(stmt, f"lands on {name}, an mbarrier per issuing instance")
             out.line(
@@ -187,8 +187,8 @@ class Tma:
             return
         landing = self.landings[id(stmt)]
         context = emitter.info.context_of[id(stmt)]
-        if emitter.layout.covers_instances(context):
-            barrier = emitter.layout.issuing_group(context).barrier()
+        if emitter.threads.covers_instances(context):
+            barrier = emitter.threads.issuing_group(context).barrier()
             if barrier is not None:
                 out.line("// every thread is done with the destination's previous contents")
                 out.line(barrier)
@@ -211,11 +211,11 @@ class Tma:
         assert stmt.operation.destination is not None
         copy = self._copy(stmt, destination, source, stmt.operation.destination)
         context = emitter.info.context_of[id(stmt)]
-        group = emitter.layout.issuing_group(context)
+        group = emitter.threads.issuing_group(context)
         out.line(
             "choreo::fence_proxy_async_shared();  // this thread's writes of the tile, visible to the copy engine"
         )
-        barrier = group.barrier() if emitter.layout.covers_instances(context) else None
+        barrier = group.barrier() if emitter.threads.covers_instances(context) else None
         if barrier is not None:
             out.line(barrier)
         lines = [copy.store(), "choreo::bulk_commit_group();"]
@@ -297,8 +297,8 @@ class Tma:
             store = self.stores.pop(symbol)
             self._elected(store, ["choreo::bulk_wait_group();  // the store has been written"])
             context = self.emitter.info.context_of[id(store)]
-            barrier = self.emitter.layout.issuing_group(context).barrier()
-            if barrier is not None and self.emitter.layout.covers_instances(context):
+            barrier = self.emitter.threads.issuing_group(context).barrier()
+            if barrier is not None and self.emitter.threads.covers_instances(context):
                 self.emitter.out.line("// the tile may be written again")
                 self.emitter.out.line(barrier)
             return

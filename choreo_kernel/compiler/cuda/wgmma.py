@@ -233,8 +233,8 @@ class Mma:
             f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, {row_stride.text});"
         )
         context = emitter.info.context_of[id(stmt)]
-        if destination.storage == "shared" and emitter.layout.covers_instances(context):
-            barrier = emitter.layout.issuing_group(context).barrier()
+        if destination.storage == "shared" and emitter.threads.covers_instances(context):
+            barrier = emitter.threads.issuing_group(context).barrier()
             if barrier is not None:
                 emitter.out.line("// the whole tile is stored")
                 emitter.out.line(barrier)

@@ -167,7 +167,7 @@ class _Builder:
 
     def _parallel(self, stmt: ast.Parallel, at: _Position, last: Last) -> Last:
         clauses = ", ".join(_clause_text(clause) for clause in stmt.clauses)
-        levels = list(self.info.levels_of.get(id(stmt), ()))
+        levels = [str(level) for level in self.info.levels_of.get(id(stmt), ())]
         title = f"parallel{'.async' if stmt.is_async else ''} {clauses}"
         cluster = self._cluster(model.PARALLEL, title, stmt.span, at, levels=levels)
         return self._body(stmt.body, replace(at, cluster=cluster), last)

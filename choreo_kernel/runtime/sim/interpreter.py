@@ -24,16 +24,19 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
+from choreo_kernel.compiler.semantics.arrivals import event_arrivals, trigger_sites
+from choreo_kernel.compiler.semantics.evaluate import HostValue, NotEvaluable
+from choreo_kernel.compiler.semantics.launch import KernelLaunch
+from choreo_kernel.compiler.semantics.levels import Level
 from choreo_kernel.compiler.source_text import expression
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
-from choreo_kernel.runtime.sim.arrivals import expected_arrivals, trigger_sites
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget, EventWait, Need
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope
+from choreo_kernel.runtime.sim.instances import instances
 from choreo_kernel.runtime.sim.issue import Issuer, futures
-from choreo_kernel.runtime.sim.layout import Layout, Structure, instances
 from choreo_kernel.runtime.sim.operations import FutureWait, Operation
 from choreo_kernel.runtime.sim.scheduler import Blocker, Deadlock, Join, Scheduler, Task
 from choreo_kernel.runtime.sim.values import Buffer, IntTuple
@@ -79,12 +82,12 @@ class Interpreter:
 
     def __init__(self, info: FunctionInfo, source: str, filename: str) -> None:
         self.info = info
-        self.structure = Structure(info)
+        self.launches = info.launches
         self.source = source
         self.filename = filename
         self.evaluator = Evaluator()
         self.issuer = Issuer(info, self.evaluator)
-        self.sites = trigger_sites(info)
+        self.sites = trigger_sites(info.function.body, info.event_named)
         self._simple: dict[type, Callable[[Any, Frame], Leaving | None]] = {
             ast.BufferDecl: self._buffer_decl,
             ast.ScalarDecl: self._scalar_decl,
@@ -126,10 +129,16 @@ class Interpreter:
         return None
 
     def _open(self, label: str, scope: Scope, main: Task, rng: random.Random) -> Frame:
-        """The first frame of a block (or of the host code), whose layout evaluates counts in its scope."""
-        layout = Layout(self.structure, lambda clause: self.evaluator.extents(clause.count, frame))
-        frame = Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(rng), layout))
-        return frame
+        """The first frame of a block (or of the host code)."""
+        return Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(rng), None))
+
+    def _bind_launch(self, kernel: ast.Parallel, frame: Frame) -> KernelLaunch:
+        """The kernel's launch model; where its thread counts are symbolic, bound with the values this
+        block sees (evaluated in its first frame)."""
+        launch = self.launches.launch(kernel)
+        if launch.is_static:
+            return launch
+        return self.launches.bind(kernel, lambda clause: tuple(self.evaluator.extents(clause.count, frame)))
 
     def _run(self, frame: Frame, body: Run) -> None:
         """Run `body` as the main path of `frame`'s block, with every path it spawns."""
@@ -220,16 +229,34 @@ class Interpreter:
 
     def _event_decl(self, stmt: ast.EventDecl, frame: Frame) -> None:
         dims = tuple(self.evaluator.ints(stmt.dims, frame))
-        expected = stmt.arrival_count
+        expected = self._arrivals(stmt, frame)
         if expected is None:
-            try:
-                expected = expected_arrivals(self.sites.get(id(stmt), []), self.info, self.evaluator, frame)
-            except SimError as error:
-                raise SimError(
-                    f"the arrival count of event '{stmt.name}' cannot be derived where it is declared ({error}); "
-                    f"state it in the declaration: 'event<N> {stmt.name}'"
-                ) from None
+            raise SimError(
+                f"the arrival count of event '{stmt.name}' cannot be derived where it is declared; "
+                f"state it in the declaration: 'event<N> {stmt.name}'"
+            )
         frame.store(stmt.name, EventArray(stmt.name, dims, stmt.ready, expected), frame.scope)
+
+    def _arrivals(self, stmt: ast.EventDecl, frame: Frame) -> int | None:
+        """The event's arrivals per generation: the analysis's where it knows them, else derived with
+        the values this block sees (a predicate on a scalar parameter, symbolic thread counts)."""
+        symbol = self.info.declared(stmt, stmt.name)
+        if symbol is None or symbol not in self.sites:  # never triggered
+            return stmt.arrival_count or 0
+        known = self.info.arrivals.get(symbol)
+        if known is not None and known.count is not None:
+            return known.count
+        launch = frame.block.launch
+        assert launch is not None
+
+        def lookup(name: ast.Name) -> HostValue:
+            owner = frame.scope.find(name.id)
+            value = owner.names[name.id] if owner is not None else None
+            if value is None or isinstance(value, PerThread):
+                raise NotEvaluable(name)
+            return plain(value)
+
+        return event_arrivals(symbol, self.sites[symbol], self.info.context_of, launch, lookup).count
 
     def _shape_decl(self, stmt: ast.ShapeDecl | ast.TupleDecl, frame: Frame) -> None:
         value = self.evaluator.value(stmt.value, frame)
@@ -292,13 +319,13 @@ class Interpreter:
             self._launch(stmt, frame)
             return None
         yield from self._threads(stmt, 0, frame)
-        if all(level.name == "block" for level in context.levels):
+        if all(scope.level == Level.BLOCK for scope in context.levels):
             yield from self._join(stmt, frame)  # back at block level: the threads meet again
         return None
 
     def _launch(self, stmt: ast.Parallel, frame: Frame) -> None:
         """A kernel launch: every block instance, one after the other."""
-        first = self.structure.first_below_block(stmt)
+        first = self.launches.structure.first_below_block(stmt)
         axes: list[tuple[str | None, int]] = []
         for clause in stmt.clauses[:first]:
             names = clause.variables.names if clause.variables else ()
@@ -311,7 +338,8 @@ class Interpreter:
                     scope.names[name] = Bounded(value, count)
             label = f"block ({', '.join(map(str, index))})" if index else "its only block"
             start = self._open(label, scope, Task("the block's main path"), frame.block.scheduler.rng)
-            start.block.threads = start.block.layout.block_threads(stmt)
+            start.block.launch = self._bind_launch(stmt, start)
+            start.block.threads = start.block.launch.threads
             self._run(start, self._block_body(stmt, first, start))
 
     def _block_body(self, stmt: ast.Parallel, first: int, frame: Frame) -> Run:
@@ -324,15 +352,19 @@ class Interpreter:
 
     def _threads(self, stmt: ast.Parallel, start: int, frame: Frame) -> Run:
         """Enter the levels of clauses `start`.. of `stmt` from one thread per enclosing instance."""
-        layout = frame.block.layout
-        unit = layout.size(stmt, start)
+        launch = frame.block.launch
+        assert launch is not None
+        unit = launch.size(stmt, start)
         lanes = (frame.lanes[:, None] + np.arange(unit)).ravel()
-        step = layout.body_unit(stmt)
+        step = launch.body_unit(stmt)
         if step > 1:  # statements between levels: once per instance
             lanes = lanes[lanes % step == 0]
         inner = frame.enter(lanes)
-        for name, values, bound in layout.variables(stmt, start, frame.block.threads):
-            inner.scope.names[name] = PerThread(values, bound)
+        threads = np.arange(frame.block.threads, dtype=np.int32)
+        for variable in launch.variables(stmt, start):
+            if variable.name:
+                values = (threads // variable.stride) % variable.extent
+                inner.scope.names[variable.name] = PerThread(values, variable.extent)
         yield from self._body(stmt.body, inner)
         return None
 
@@ -485,8 +517,7 @@ class Interpreter:
             for target in targets:
                 target.event.arrive(target.slot, len(frame.lanes))
             return
-        block = frame.block
-        unit = block.layout.operation_unit(self.info.context_of[id(stmt)], "tma", block.threads)
+        unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "tma")
         count = len(instances(frame.lanes, unit).lanes)
         bound = [operation for item in stmt.after for operation in futures(self.evaluator.value(item, frame))]
         for target in targets:

@@ -20,7 +20,7 @@ from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Frame
-from choreo_kernel.runtime.sim.layout import Instances, instances
+from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.operations import (
     Accumulator,
     Fragment,
@@ -46,7 +46,7 @@ class Issuer:
         words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
         family = operation.family
         block = frame.block
-        unit = block.layout.operation_unit(self.info.context_of[id(stmt)], family, block.threads)
+        unit = block.issuing_unit(self.info.context_of[id(stmt)], family)
         group = instances(frame.lanes, unit)
         at = frame.narrow(group.lanes)
         result: Any = None
