@@ -17,7 +17,8 @@ from typing import TypeAlias
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
-from choreo_kernel.compiler.driver import TARGETS, Analysis, analyze
+from choreo_kernel.compiler.driver import TARGETS, analyze
+from choreo_kernel.compiler.program import Analysis
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -237,7 +238,7 @@ def run_emit(args: argparse.Namespace) -> int:
 
     source, analysis = _analyzed(args.file, args.defines, "cuda")
     try:
-        cuda = emit_program(analysis, Path(args.file).name, self_contained=True)
+        cuda = emit_program(analysis, self_contained=True)
     except ck.ChoreoError as err:
         raise _errors_in_source(err.diagnostics, source, args.file) from None
     return _write_output(cuda, args.output)
@@ -303,7 +304,7 @@ def _source(path: str) -> str:
 def _analyzed(path: str, defines: list[tuple[str, object]], target: str) -> tuple[str, Analysis]:
     """The source of `path` and its analysis, for the commands that go on to write something from it."""
     source = _source(path)
-    analysis = analyze(source, dict(defines) or None, target=target)
+    analysis = analyze(source, dict(defines) or None, target=target, filename=Path(path).name)
     if analysis.has_errors:
         raise _errors_in_source(analysis.diagnostics, source, path)
     return source, analysis

@@ -34,7 +34,7 @@ def by_name(programs: list[Program]) -> list[object]:
 
 
 def emitted(program: Program) -> str:
-    return emit_program(analyze(program.source), program.name, self_contained=True)
+    return emit_program(analyze(program.source, filename=program.name), self_contained=True)
 
 
 def nvcc(source: str, output: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -180,7 +180,7 @@ def test_post_increment_order_is_evaluated_once() -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here, so the emitted CUDA cannot be built")
 def test_the_copy_benchmark_moves_16_byte_vectors(tmp_path: Path) -> None:
     source = (ROOT / "bench" / "copy.co").read_text(encoding="utf-8")
-    cuda = emit_program(analyze(source), "copy.co", self_contained=True)
+    cuda = emit_program(analyze(source, filename="copy.co"), self_contained=True)
     result = nvcc(cuda, tmp_path / "copy.ptx", "-gencode=arch=compute_90a,code=sm_90a", "-ptx")
     assert result.returncode == 0, result.stderr
     ptx = (tmp_path / "copy.ptx").read_text()

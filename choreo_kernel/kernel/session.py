@@ -47,7 +47,7 @@ class CompiledFunction:
     def __init__(self, module: Module, name: str) -> None:
         self.module = module
         self.__name__ = name
-        self.__doc__ = describe(module.analysis.functions[name], module.source)
+        self.__doc__ = describe(module.analysis.functions[name], module.source, module.cuda_plan(name))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.module.function(self.__name__)(*args, **kwargs)

@@ -32,7 +32,7 @@ from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
 from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScalar, KernelParameter, Launch
 from choreo_kernel.compiler.diagnostics import ChoreoError
-from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.signature import bind_arguments

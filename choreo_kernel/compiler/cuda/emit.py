@@ -28,7 +28,7 @@ from choreo_kernel.compiler.cuda.statements import SHARED_ALIGNMENT, KernelEmitt
 from choreo_kernel.compiler.cuda.views import LoweringError, Operand, ShapeValue, Value, View, buffer
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names, source_names
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
-from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.program import Analysis
 
 HEADER = "choreo_runtime.cuh"
 
@@ -54,11 +54,13 @@ class LoweredProgram:
         return self
 
 
-def lower_program(analysis: Analysis, filename: str = "<source>") -> LoweredProgram:
+def lower_program(analysis: Analysis) -> LoweredProgram:
+    """Every function's kernels and host plan; a function that cannot be lowered has its diagnostics
+    in `errors` instead (the analysis reports them for target cuda)."""
     from choreo_kernel import __version__
 
     out = CodeWriter()
-    out.line(f"// CUDA C++ emitted by choreo-kernel {__version__} from {filename}, for sm_90a.")
+    out.line(f"// CUDA C++ emitted by choreo-kernel {__version__} from {analysis.filename}, for sm_90a.")
     out.line("// Each block is marked with the Choreo line it implements.")
     out.line(f'#include "{HEADER}"')
     program = LoweredProgram("")
@@ -96,9 +98,10 @@ def _notes(function: ast.Function) -> tuple[Note, ...]:
     return (Note(f"in __co__ function '{function.name}'", function.name_span),)
 
 
-def emit_program(analysis: Analysis, filename: str = "<source>", self_contained: bool = False) -> str:
+def emit_program(analysis: Analysis, self_contained: bool = False) -> str:
     """The CUDA C++ of every function; `self_contained` inlines the header (for nvcc). Raises `ChoreoError`."""
-    source = lower_program(analysis, filename).checked(filename).source
+    lowered = analysis.lowered or lower_program(analysis)
+    source = lowered.checked(analysis.filename).source
     return inline_header(source) if self_contained else source
 
 
@@ -210,6 +213,13 @@ class FunctionLowering:
             if symbol is not None:
                 self._host(symbol, ShapeValue(self.expressions.dims((stmt.value,))))
             return None
+        if isinstance(stmt, ast.ScalarDecl) and stmt.mutable:
+            raise LoweringError(
+                f"'{stmt.name}' is a mutable scalar at host level; the CUDA backend computes host-level "
+                "scalars once, before the kernels, so they cannot change: drop 'mutable', or declare it "
+                "inside a parallel",
+                stmt,
+            )
         scalar = _host_scalar(stmt)
         if scalar is not None:
             symbol = self.expressions.declared_by(stmt)

@@ -25,7 +25,7 @@ from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Graph, 
 from choreo_kernel.compiler.source_text import expression, expressions, operation_name
 
 if TYPE_CHECKING:
-    from choreo_kernel.compiler.driver import Analysis
+    from choreo_kernel.compiler.program import Analysis
 
 
 def build_graph(analysis: Analysis, name: str) -> Graph:
