@@ -12,7 +12,7 @@ indexed, and whether a ring's order restarts while its events live on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
@@ -20,8 +20,8 @@ from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotat
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
+from choreo_kernel.compiler.printer import expression, expressions
 from choreo_kernel.compiler.semantics.evaluate import constant, constant_count
-from choreo_kernel.compiler.source_text import expression, expressions
 
 PENDING = "pending"  # issued, not yet consumed
 USED = "used"  # issued and named in an `after` clause: consumed for the never-consumed rule
@@ -67,7 +67,7 @@ class AsyncFlow(ForwardFlow[State]):
         body = self.info.function.body
         self._collect(body, ())
         self._check_events()
-        self._block(body.body, {})
+        self._walk(body.body, {})
 
     # ------------------------------------------------------ whole-function facts
 
@@ -283,11 +283,14 @@ class AsyncFlow(ForwardFlow[State]):
         if isinstance(stmt, ast.Trigger):
             return self._trigger(stmt, state)
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
-            rotate_futures(self.info, stmt.expr, state)  # the futures move with their states
+            rotate_futures(self.info, stmt.expr, state, frozenset())  # the futures move with their states
         return state
 
     def _copy(self, state: State) -> State:
         return dict(state)
+
+    def _key(self, state: State) -> Hashable:
+        return frozenset(state.items())
 
     def _join(self, a: State, b: State) -> State:
         joined = dict(a)

@@ -48,11 +48,11 @@ from choreo_kernel.compiler.analysis.values import (
     shape_text,
 )
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
+from choreo_kernel.compiler.printer import expression, expressions
 from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.compiler.semantics.arrivals import EventArrivals, event_arrivals, trigger_sites
 from choreo_kernel.compiler.semantics.launch import FunctionLaunches
 from choreo_kernel.compiler.semantics.levels import Level
-from choreo_kernel.compiler.source_text import expression, expressions
 
 MATH_BUILTINS = ("__exp", "__log", "__sqrt", "__rsqrt", "__max", "__min", "__abs", "__tanh")
 FUTURE_BUILTINS = ("swap", "rotate")

@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Event, Symbol
-from choreo_kernel.compiler.cuda import cexpr, source_text
+from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.plan import WaitSite
@@ -245,7 +245,7 @@ class Events:
             out.line(f"choreo::named_barrier_sync({lowering.barrier_id}, {lowering.barrier_threads});")
             return
         site = len(self.wait_sites)
-        self.wait_sites.append(WaitSite(lowering.symbol.name, stmt.span.line, source_text.statement(stmt)))
+        self.wait_sites.append(WaitSite(lowering.symbol.name, stmt.span.line, printer.statement(stmt)))
         name = lowering.name
         if form == "at":
             order, setup = self._once(selector, f"{name}_order")

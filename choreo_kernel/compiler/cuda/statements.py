@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Bounded, Future, Scalar, Symbol
-from choreo_kernel.compiler.cuda import cexpr, copies, elements, source_text
+from choreo_kernel.compiler.cuda import cexpr, copies, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import Events
 from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
@@ -135,11 +135,7 @@ class KernelEmitter:
             self._body(stmt, tail)
 
     def _statement(self, stmt: ast.Stmt, tail: bool) -> None:
-        handler = getattr(self, f"_{type(stmt).__name__}", None)
-        if handler is None:
-            raise LoweringError(
-                f"the CUDA backend cannot lower this {type(stmt).__name__} inside a parallel", stmt
-            )
+        handler = getattr(self, f"_{type(stmt).__name__}")  # one per statement kind (tests/test_passes.py)
         try:
             handler(stmt, tail)
         except LoweringError as error:
@@ -301,6 +297,11 @@ class KernelEmitter:
                 if binding.variables.group is not None:
                     self._bind_name(stmt, binding.variables.group.id, ShapeValue(counts))
             self._body(stmt.body, tail)
+
+    def _Return(self, stmt: ast.Return, tail: bool) -> None:
+        raise LoweringError(
+            "'return' inside a parallel; return the result after the parallel, at host level", stmt
+        )
 
     def _Break(self, stmt: ast.Break, tail: bool) -> None:
         self.out.line("break;")
@@ -518,7 +519,7 @@ class KernelEmitter:
             self._placeholder(stmt)
             return
         for item in operation.after:
-            self.out.line(f"// 'after {source_text.expression(item)}': this copy starts once it has landed")
+            self.out.line(f"// 'after {printer.expression(item)}': this copy starts once it has landed")
             self._wait_future(item)
         if operation.family == "tma":
             self.tma.operation(stmt)

@@ -29,9 +29,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
-from choreo_kernel.compiler.cuda import cexpr, source_text
+from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import write_once
 from choreo_kernel.compiler.cuda.expressions import root_name
@@ -200,7 +200,7 @@ class Tma:
         if symbol is not None:
             self.future_landings[symbol] = landing
         if not stmt.operation.is_async:
-            self._wait_landing(landing, stmt, source_text.statement(stmt))
+            self._wait_landing(landing, stmt, printer.statement(stmt))
 
     def _store(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
         emitter, out = self.emitter, self.emitter.out
@@ -244,7 +244,7 @@ class Tma:
             copy = self.pending.pop(symbol, None) if symbol is not None else None
             if copy is None:
                 raise LoweringError(
-                    f"'{source_text.expression(item)}' is not a TMA load issued before this trigger in the same "
+                    f"'{printer.expression(item)}' is not a TMA load issued before this trigger in the same "
                     "block; the CUDA backend binds loads to the trigger that follows them",
                     item,
                 )
@@ -256,7 +256,7 @@ class Tma:
             ]
             setup = [line for lines, _ in evaluated for line in lines] + setup
             copies = [copy for _, copy in evaluated]
-        names = ", ".join(source_text.expression(item) for item in stmt.after)
+        names = ", ".join(printer.expression(item) for item in stmt.after)
         sizes = " + ".join(str(copy.bytes) for copy in copies)
         total = sum(copy.bytes for copy in copies)
         issue = [
@@ -302,7 +302,7 @@ class Tma:
                 self.emitter.out.line("// the tile may be written again")
                 self.emitter.out.line(barrier)
             return
-        self._wait_landing(self.future_landings[symbol], stmt, source_text.statement(stmt))
+        self._wait_landing(self.future_landings[symbol], stmt, printer.statement(stmt))
 
     # ------------------------------------------------------------------ pieces
 
@@ -374,7 +374,7 @@ class Tma:
             coordinates,
             bytes_moved * element_bytes,
             stmt.span.line,
-            source_text.statement(stmt),
+            printer.statement(stmt),
         )
 
     def _array_symbol(self, expr: ast.Expr) -> Symbol:

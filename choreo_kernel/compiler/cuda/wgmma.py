@@ -14,7 +14,8 @@ consecutive synchronous MMAs of one block share the wait of the last (language.m
 between them can tell), so the tensor cores do not drain between them; `wait op` waits with
 `wgmma.wait_group N`, N being the fewest async MMA groups that the path can have committed after
 `op`'s group when it reaches the wait, over every way of getting there (loops included): groups
-complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel.
+complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel
+(analysis/flow.py's walk, as the futures rules walk it).
 
 `mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
 read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
@@ -22,10 +23,12 @@ read by descriptor (the tile must not change before that MMA, as in any WGMMA pr
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
@@ -405,65 +408,57 @@ def _is_mma_exec(stmt: ast.Stmt) -> bool:
 # known complete (a wait for it or for a later group, or a synchronous MMA, which waits for all).
 Groups = dict[Symbol, int]
 DONE = 1 << 20
-LOOP_PASSES = 8
 
 
 def wait_depths(kernel: ast.Parallel, info: FunctionInfo) -> dict[tuple[int, Symbol], int]:
     """For each `wait` of an MMA future (by statement and future): the wgmma.wait_group depth."""
-    depths: dict[tuple[int, Symbol], int] = {}
+    walk = _WaitDepths(info)
+    walk._walk((kernel,), {})
+    return walk.depths
 
-    def symbol_of(expr: ast.Expr | None) -> Symbol | None:
-        return info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
 
-    def merge(a: Groups, b: Groups) -> Groups:
+class _WaitDepths(ForwardFlow[Groups]):
+    """The fewest MMA groups each in-flight future can have after it on the way to each wait."""
+
+    loops_run_at_least_once = False  # a wait after a loop may be reached without a trip through it
+
+    def __init__(self, info: FunctionInfo) -> None:
+        self.info = info
+        self.depths: dict[tuple[int, Symbol], int] = {}
+
+    def _copy(self, state: Groups) -> Groups:
+        return dict(state)
+
+    def _join(self, a: Groups, b: Groups) -> Groups:
         return {s: min(a.get(s, DONE), b.get(s, DONE)) for s in a.keys() | b.keys()}
 
-    def run(stmt: ast.Stmt, groups: Groups) -> Groups:
+    def _key(self, state: Groups) -> Hashable:
+        return frozenset(state.items())
+
+    def _inthreads(self, stmt: ast.InThreads, state: Groups) -> Groups:
+        return self._join(self._body(stmt.body, self._copy(state)), state)  # threads that skip it too
+
+    def _simple(self, stmt: ast.Stmt, groups: Groups) -> Groups:
         if isinstance(stmt, ast.OperationStmt) and _is_mma_exec(stmt):
             if not stmt.operation.is_async:
                 return dict.fromkeys(groups, DONE)
             groups = {s: min(count + 1, DONE) for s, count in groups.items()}
-            issued = symbol_of(stmt.result)
+            issued = self.info.future_named(stmt.result) if stmt.result is not None else None
             if issued is not None:
                 groups[issued] = 0
             return groups
         if isinstance(stmt, ast.Wait):
             for target in stmt.targets:
-                symbol = symbol_of(target)
+                symbol = self.info.future_named(target)
                 if symbol is None or symbol not in groups:
                     continue
                 depth = groups[symbol]
-                depths[(id(stmt), symbol)] = min(depths.get((id(stmt), symbol), DONE), depth)
+                self.depths[(id(stmt), symbol)] = min(self.depths.get((id(stmt), symbol), DONE), depth)
                 groups = {s: DONE if count >= depth else count for s, count in groups.items()}
             return groups
-        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call):
-            call = stmt.expr
-            if isinstance(call.callee, ast.Name) and call.callee.id in ("swap", "rotate"):
-                symbols = [symbol_of(arg) for arg in call.args]
-                counts = [groups.get(s, DONE) if s is not None else DONE for s in symbols]
-                for symbol, count in zip(symbols, counts[1:] + counts[:1]):
-                    if symbol is not None:
-                        groups[symbol] = count
-            return groups
-        if isinstance(stmt, ast.If):
-            otherwise = run(stmt.otherwise, groups) if stmt.otherwise is not None else groups
-            return merge(run(stmt.then, groups), otherwise)
-        if isinstance(stmt, ast.InThreads):
-            return merge(run(stmt.body, groups), groups)
-        if isinstance(stmt, ast.Foreach | ast.ForeachRange | ast.While):
-            entry = groups
-            for _ in range(LOOP_PASSES):  # an iteration starts from before the loop or after another
-                widened = merge(groups, run(stmt.body, entry))
-                if widened == entry:
-                    break
-                entry = widened
-            return merge(groups, run(stmt.body, entry))
-        for child in ast.child_statements(stmt):
-            groups = run(child, groups)
+        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
+            rotate_futures(self.info, stmt.expr, groups, DONE)
         return groups
-
-    run(kernel, {})
-    return depths
 
 
 def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, int]:

@@ -164,6 +164,9 @@ def _label(node: Node) -> str:
         return f"<{escape(node.title)}<br/>{_small(category)}>"
     if node.kind == model.EVENT:
         state = [str(attributes.get("initial")), *(["ring"] if attributes.get("ring") else [])]
+        arrivals = attributes.get("arrivals")
+        if isinstance(arrivals, int):
+            state.append(f"{arrivals} arrival{'s' * (arrivals != 1)} per generation")
         return f"<<b>event {escape(node.title)}</b>  {line}<br/>{_small(' · '.join(state))}>"
     verb, _, rest = node.title.partition(" ")
     return f"<<b>{escape(verb)}</b> {escape(rest)}  {line}>"

@@ -6,7 +6,7 @@ or a direct `trigger E` after the writer's path waited `f`), or by ordering an
 operation `after f`.  The walk follows each path in program order with what
 it may have issued, what may still be in flight and what it has observed;
 branches join (a write pending on one branch is pending), loops are walked
-twice so loop-carried writes meet the reads at the top of the body, and an
+until what a trip leaves meets the reads at the top of the body (analysis/flow.py), and an
 `inthreads.async` body starts from the state around it and does not flow back.
 What an event publishes is only known once every path is walked, so the walk
 repeats until those sets stop growing.
@@ -14,7 +14,7 @@ repeats until those sets stop growing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
@@ -22,7 +22,7 @@ from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotat
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
-from choreo_kernel.compiler.source_text import expression, expressions
+from choreo_kernel.compiler.printer import expression, expressions
 
 IN_ORDER = "in order"  # a synchronous write, read later on the same path
 
@@ -92,7 +92,7 @@ class _HandOffs(ForwardFlow[_State]):
         while True:
             before = dict(self.published)
             self.found = {}
-            self._block(self.info.function.body.body, _State())
+            self._walk(self.info.function.body.body, _State())
             if self.published == before:
                 return list(self.found.values())
 
@@ -132,7 +132,7 @@ class _HandOffs(ForwardFlow[_State]):
             self._trigger(stmt, state)
             return state
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
-            rotate_futures(self.info, stmt.expr, state.futures)
+            rotate_futures(self.info, stmt.expr, state.futures, frozenset())
             return state
         self._reads(stmt, _read_positions(stmt), state)
         return state
@@ -146,6 +146,14 @@ class _HandOffs(ForwardFlow[_State]):
 
     def _copy(self, state: _State) -> _State:
         return state.copy()
+
+    def _key(self, state: _State) -> Hashable:
+        return (
+            frozenset(state.futures.items()),
+            state.reached,
+            state.pending,
+            frozenset(state.observed.items()),
+        )
 
     def _join(self, a: _State, b: _State) -> _State:
         """A write pending on either path is pending; one observed on either keeps the first way seen."""

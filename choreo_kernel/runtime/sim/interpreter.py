@@ -17,18 +17,18 @@ import random
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
+from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.arrivals import event_arrivals, trigger_sites
 from choreo_kernel.compiler.semantics.evaluate import HostValue, NotEvaluable
 from choreo_kernel.compiler.semantics.launch import KernelLaunch
 from choreo_kernel.compiler.semantics.levels import Level
-from choreo_kernel.compiler.source_text import expression
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.errors import SimError
@@ -89,33 +89,42 @@ class Interpreter:
         self.issuer = Issuer(info, self.evaluator)
         self.sites = trigger_sites(info.function.body, info.event_named)
         self._simple: dict[type, Callable[[Any, Frame], Leaving | None]] = {
-            ast.BufferDecl: self._buffer_decl,
-            ast.ScalarDecl: self._scalar_decl,
-            ast.EventDecl: self._event_decl,
-            ast.ShapeDecl: self._shape_decl,
-            ast.TupleDecl: self._shape_decl,
-            ast.Assign: self._assign,
-            ast.ExprStmt: self._expr_stmt,
-            ast.OperationStmt: self.issuer.run,
-            ast.Trigger: self._trigger,
-            ast.Return: self._return,
-            ast.Break: self._break,
-            ast.Continue: self._break,
-            ast.Empty: lambda stmt, frame: None,
+            kind: getattr(self, name) for kind, name in self.SIMPLE.items()
         }
         self._compound: dict[type, Callable[[Any, Frame], Run]] = {
-            ast.Block: self._body,
-            ast.Parallel: self._parallel,
-            ast.Foreach: self._foreach,
-            ast.ForeachRange: self._foreach_range,
-            ast.With: self._with,
-            ast.If: self._if,
-            ast.While: self._while,
-            ast.InThreads: self._inthreads,
-            ast.Wait: self._wait,
-            ast.Sync: self._join,
-            ast.Unsupported: self._unsupported,
+            kind: getattr(self, name) for kind, name in self.COMPOUND.items()
         }
+
+    # Each kind of statement and the method that runs it: a simple one returns at once, a compound one
+    # is a generator that yields while it waits (tests/test_passes.py checks that every kind is here).
+    SIMPLE: ClassVar[dict[type[ast.Stmt], str]] = {
+        ast.BufferDecl: "_buffer_decl",
+        ast.ScalarDecl: "_scalar_decl",
+        ast.EventDecl: "_event_decl",
+        ast.ShapeDecl: "_shape_decl",
+        ast.TupleDecl: "_shape_decl",
+        ast.Assign: "_assign",
+        ast.ExprStmt: "_expr_stmt",
+        ast.OperationStmt: "_operation",
+        ast.Trigger: "_trigger",
+        ast.Return: "_return",
+        ast.Break: "_break",
+        ast.Continue: "_break",
+        ast.Empty: "_empty",
+    }
+    COMPOUND: ClassVar[dict[type[ast.Stmt], str]] = {
+        ast.Block: "_body",
+        ast.Parallel: "_parallel",
+        ast.Foreach: "_foreach",
+        ast.ForeachRange: "_foreach_range",
+        ast.With: "_with",
+        ast.If: "_if",
+        ast.While: "_while",
+        ast.InThreads: "_inthreads",
+        ast.Wait: "_wait",
+        ast.Sync: "_join",
+        ast.Unsupported: "_unsupported",
+    }
 
     # ------------------------------------------------------------------ host
 
@@ -193,6 +202,13 @@ class Interpreter:
         if isinstance(stmt, ast.Block):
             return (yield from self._statements(stmt.body, inner))
         return (yield from self.execute(stmt, inner))
+
+    def _operation(self, stmt: ast.OperationStmt, frame: Frame) -> None:
+        self.issuer.run(stmt, frame)
+
+    @staticmethod
+    def _empty(stmt: ast.Empty, frame: Frame) -> None:
+        return None
 
     def _unsupported(self, stmt: ast.Unsupported, frame: Frame) -> Run:
         if stmt.inner is None:
