@@ -18,7 +18,9 @@ from typing import TypeAlias
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
 from choreo_kernel.compiler.driver import TARGETS, analyze
+from choreo_kernel.compiler.preprocess import parse_define
 from choreo_kernel.compiler.program import Analysis
+from choreo_kernel.compiler.version import __version__
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -59,17 +61,12 @@ def read_source(path: str) -> str:
     return text
 
 
-def parse_define(text: str) -> tuple[str, object]:
-    """`NAME=VALUE` or `NAME` (as for a C compiler: value 1); integer values become ints."""
-    name, sep, value = text.partition("=")
-    if not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"'{text}' is not NAME or NAME=VALUE")
-    if not sep:
-        return name, 1
+def _define(text: str) -> tuple[str, object]:
+    """A `-D` argument, as the preprocessor reads one (argparse shows the problem)."""
     try:
-        return name, int(value, 0)
-    except ValueError:
-        return name, value
+        return parse_define(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _add_target(command: argparse.ArgumentParser) -> None:
@@ -86,7 +83,7 @@ def _add_defines(command: argparse.ArgumentParser) -> None:
         "-D",
         dest="defines",
         action="append",
-        type=parse_define,
+        type=_define,
         default=[],
         metavar="NAME[=VALUE]",
         help="define a preprocessor macro, as with a C compiler (repeatable)",
@@ -121,7 +118,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="choreo",
         description="Compile Choreo tile programs (a tile-level GPU DSL).",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {ck.__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     check = _command(

@@ -172,8 +172,3 @@ def _remember(key: Hashable, build: Build) -> None:
     _BUILDS[key] = build
     if len(_BUILDS) > _BUILDS_KEPT:
         _BUILDS.popitem(last=False)
-
-
-def forget_builds() -> None:
-    """Drop every remembered build (benchmarks measure cold compiles with it)."""
-    _BUILDS.clear()

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from choreo_kernel.compiler.analysis.asyncflow import AsyncFlow
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo, Resolver
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.resolve import Resolver
 from choreo_kernel.compiler.cuda.emit import lower_program
 from choreo_kernel.compiler.diagnostics import Diagnostic, DiagnosticSink, Note, Span
 from choreo_kernel.compiler.graph.build import build_function_graph
 from choreo_kernel.compiler.graph.checks import check_graph
-from choreo_kernel.compiler.graph.model import Graph
+from choreo_kernel.compiler.graph.graph import Graph
 from choreo_kernel.compiler.parser import parse
 from choreo_kernel.compiler.preprocess import preprocess
 from choreo_kernel.compiler.program import Analysis

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
 
 if TYPE_CHECKING:
-    from choreo_kernel.compiler.cuda.emit import LoweredProgram
-    from choreo_kernel.compiler.graph.model import Graph
+    from choreo_kernel.compiler.cuda.plan import LoweredProgram
+    from choreo_kernel.compiler.graph.graph import Graph
 
 
 @dataclass

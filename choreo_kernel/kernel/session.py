@@ -16,7 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 from IPython.display import display
 
-import choreo_kernel as ck
+from choreo_kernel import module as choreo_module
 from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
 from choreo_kernel.compiler.driver import resolve_target
 from choreo_kernel.compiler.preprocess import preprocess
@@ -76,7 +76,7 @@ class ChoreoSession:
         options = parse_options(cell, filename)
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
-        module = ck.compile(cell.masked, defines, target, filename)
+        module = choreo_module.compile(cell.masked, defines, target, filename)
         functions = self._remember(module)
         self.last_cell = CompiledCell(cell.masked, defines, target, filename)
         for warning in module.diagnostics:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Dim
 from choreo_kernel.compiler.cuda.plan import FunctionPlan
 from choreo_kernel.compiler.preprocess import blank_comments

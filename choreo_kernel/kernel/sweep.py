@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import choreo_kernel as ck
+from choreo_kernel import module as choreo_module
 from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
 from choreo_kernel.compiler.preprocess import preprocess
 from choreo_kernel.kernel.session import ChoreoSession, CompiledCell, CompiledFunction
@@ -122,7 +122,9 @@ def run_sweep(
             sweep.points.append(point)
             progress(f"sweep {index}/{len(points)}: {point.label}: compiling")
             try:
-                module = ck.compile(cell.source, {**cell.defines, **defines}, cell.target, cell.filename)
+                module = choreo_module.compile(
+                    cell.source, {**cell.defines, **defines}, cell.target, cell.filename
+                )
                 session.shell.push({name: CompiledFunction(module, name) for name in module.functions})
                 progress(f"sweep {index}/{len(points)}: {point.label}: running {expression}")
                 value = host_copy(run())  # also the warm-up: loading the binary is not timed

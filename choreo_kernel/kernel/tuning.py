@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.display import Image, display
 
-from choreo_kernel.cli import parse_define
+from choreo_kernel.compiler.preprocess import parse_define
 from choreo_kernel.kernel.resources import kernel_resources, resources_bundle, sim_message
 from choreo_kernel.kernel.session import CompiledFunction, SessionMagics
 from choreo_kernel.kernel.sweep import (

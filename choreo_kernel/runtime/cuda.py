@@ -34,6 +34,7 @@ from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScala
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
+from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
@@ -100,8 +101,6 @@ def compile_module(source: str, cache_dir: Path | None = None) -> Any:
     """A `cupy.RawModule` for emitted CUDA source: from this process, from the disk cache, or from NVRTC."""
     cupy = _cupy()
     from cupy.cuda import nvrtc  # type: ignore[import-not-found]
-
-    from choreo_kernel import __version__
 
     arch = architecture()
     options = nvrtc_options(arch)

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
 from choreo_kernel.compiler.printer import expression, expressions
 from choreo_kernel.compiler.semantics.evaluate import constant, constant_count
+from choreo_kernel.compiler.semantics.levels import Storage
 
 PENDING = "pending"  # issued, not yet consumed
 USED = "used"  # issued and named in an `after` clause: consumed for the never-consumed rule
@@ -389,7 +390,11 @@ class AsyncFlow(ForwardFlow[State]):
             )
         for target in stmt.targets:
             use = self._event_use(target, stmt, True, ())
-            if use is not None and isinstance(use.event.value, Event) and use.event.value.storage != "shared":
+            if (
+                use is not None
+                and isinstance(use.event.value, Event)
+                and use.event.value.storage != Storage.SHARED
+            ):
                 self.sink.error(
                     f"'trigger {expression(target)} after ...': '{use.event.name}' is a {use.event.value.storage} "
                     "event, but an operation's completion can only be bound to one shared event",

@@ -23,7 +23,8 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FUTURE_BUILTINS, FunctionInfo
+from choreo_kernel.compiler.analysis.builtins import FUTURE_BUILTINS
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Symbol
 
 FlowState = TypeVar("FlowState")

@@ -7,13 +7,13 @@ forms the kernels use are generated once, before them (wgmma.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from importlib import resources
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import UNKNOWN, Scalar, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT
 from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
@@ -21,14 +21,17 @@ from choreo_kernel.compiler.cuda.plan import (
     HostScalar,
     KernelParameter,
     Launch,
+    LoweredProgram,
     Step,
     WaitSite,
 )
-from choreo_kernel.compiler.cuda.statements import SHARED_ALIGNMENT, KernelEmitter, names_in
-from choreo_kernel.compiler.cuda.views import LoweringError, Operand, ShapeValue, Value, View, buffer
+from choreo_kernel.compiler.cuda.statements import KernelEmitter, names_in
+from choreo_kernel.compiler.cuda.views import Lowered, LoweringError, Operand, ShapeValue, View, buffer
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names, source_names
-from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
+from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, Note
 from choreo_kernel.compiler.program import Analysis
+from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.version import __version__
 
 HEADER = "choreo_runtime.cuh"
 
@@ -38,27 +41,9 @@ def header_text() -> str:
     return resources.files("choreo_kernel.compiler.cuda").joinpath(HEADER).read_text(encoding="utf-8")
 
 
-@dataclass
-class LoweredProgram:
-    """The emitted CUDA (including the header by name), each function's plan, and what could not be lowered."""
-
-    source: str
-    plans: dict[str, FunctionPlan] = field(default_factory=dict)
-    errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
-
-    def checked(self, filename: str = "<source>") -> LoweredProgram:
-        """This program, or a `ChoreoError` with every function's lowering errors."""
-        if self.errors:
-            diagnostics = [d for errors in self.errors.values() for d in errors]
-            raise ChoreoError(diagnostics, "", filename)
-        return self
-
-
 def lower_program(analysis: Analysis) -> LoweredProgram:
     """Every function's kernels and host plan; a function that cannot be lowered has its diagnostics
     in `errors` instead (the analysis reports them for target cuda)."""
-    from choreo_kernel import __version__
-
     out = CodeWriter()
     out.line(f"// CUDA C++ emitted by choreo-kernel {__version__} from {analysis.filename}, for sm_90a.")
     out.line("// Each block is marked with the Choreo line it implements.")
@@ -121,7 +106,7 @@ class FunctionLowering:
         self.function = info.function
         self.kernel_names = kernel_names
         self.names = Names(source_names(info.function))
-        self.bindings: dict[Symbol, Value] = {}
+        self.bindings: dict[Symbol, Lowered] = {}
         self.expressions = Expressions(info, self.bindings)
         self.host_order: list[Symbol] = []  # host-level symbols a kernel may take, in declaration order
         self.extents: dict[str, KernelParameter] = {}  # C name -> a `?` dimension's parameter
@@ -180,7 +165,11 @@ class FunctionLowering:
                     self._host(dim_symbol, Operand(cexpr.name(self.names.source(node.id)), "s32"))
             dims.append(self.expressions.integer(dim))
         view = buffer(
-            param.type.name, cexpr.name(self.names.source(param.name)), tuple(dims), "global", param.name
+            param.type.name,
+            cexpr.name(self.names.source(param.name)),
+            tuple(dims),
+            Storage.GLOBAL,
+            param.name,
         )
         self._host(symbol, view)
         return symbol
@@ -191,7 +180,7 @@ class FunctionLowering:
             name, UNKNOWN, self.function.span, declaration=declaration, origin="param"
         )
 
-    def _host(self, symbol: Symbol, value: Value) -> None:
+    def _host(self, symbol: Symbol, value: Lowered) -> None:
         self.bindings[symbol] = value
         self.host_order.append(symbol)
 
@@ -201,7 +190,9 @@ class FunctionLowering:
         if isinstance(stmt, ast.BufferDecl) and not stmt.array_dims:
             symbol = self.expressions.declared_by(stmt)
             dims = self.expressions.dims(stmt.shape)
-            view = buffer(stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, "global", stmt.name)
+            view = buffer(
+                stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, Storage.GLOBAL, stmt.name
+            )
             if symbol is not None:
                 self._host(symbol, view)
             if stmt.init is not None and len(stmt.init) != 1:

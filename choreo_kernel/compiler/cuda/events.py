@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast, printer
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Event, Symbol
 from choreo_kernel.compiler.cuda import cexpr

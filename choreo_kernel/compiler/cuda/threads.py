@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr

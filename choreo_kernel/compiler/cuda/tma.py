@@ -27,19 +27,17 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.events import write_once
 from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
-
-if TYPE_CHECKING:
-    from choreo_kernel.compiler.cuda.statements import KernelEmitter
+from choreo_kernel.compiler.semantics.levels import Storage
 
 MAX_BOX = 256  # elements per box dimension
 MAX_RANK = 3  # the copy wrappers of choreo_runtime.cuh
@@ -106,7 +104,7 @@ class Landing:
 class Tma:
     """The TMA copies of one kernel."""
 
-    emitter: KernelEmitter
+    emitter: KernelContext
     maps: dict[tuple[Symbol, str, tuple[int, ...], int], TensorMap] = field(default_factory=dict)
     bound: set[Symbol] = field(default_factory=set)  # futures that a `trigger ... after` binds
     landings: dict[int, Landing] = field(default_factory=dict)  # id(load statement) -> its barriers
@@ -161,7 +159,7 @@ class Tma:
         operation = stmt.operation
         assert operation.destination is not None
         source = emitter.expressions.view(operation.args[0])
-        if source.storage == "global":
+        if source.storage == Storage.GLOBAL:
             destination = emitter.destination(stmt, source, _swizzle(operation))
             self._load(stmt, source, destination)
         else:
@@ -171,7 +169,7 @@ class Tma:
 
     def _load(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
         emitter, out = self.emitter, self.emitter.out
-        if destination.storage != "shared":
+        if destination.storage != Storage.SHARED:
             raise LoweringError("a TMA load copies global memory into shared memory", stmt)
         copy = self._copy(stmt, source, destination, stmt.operation.args[0])
         symbol = self._future_symbol(stmt)
@@ -204,7 +202,7 @@ class Tma:
 
     def _store(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
         emitter, out = self.emitter, self.emitter.out
-        if source.storage != "shared" or destination.storage != "global":
+        if source.storage != Storage.SHARED or destination.storage != Storage.GLOBAL:
             raise LoweringError(
                 "'tma.copy' moves global data to shared memory or shared data to global memory", stmt
             )
@@ -382,7 +380,7 @@ class Tma:
         root = root_name(expr)
         symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
         value = self.emitter.bindings.get(symbol) if symbol is not None else None
-        if symbol is None or not isinstance(value, View) or value.storage != "global":
+        if symbol is None or not isinstance(value, View) or value.storage != Storage.GLOBAL:
             raise LoweringError(
                 "a TMA copy addresses a global array: a parameter or a host-level buffer", expr
             )
@@ -399,6 +397,6 @@ def _swizzle(operation: ast.Operation) -> int:
     return int(argument) if argument is not None else 0
 
 
-def _kind(emitter: KernelEmitter, stmt: ast.Stmt) -> str:
+def _kind(emitter: KernelContext, stmt: ast.Stmt) -> str:
     info = emitter.info.operations.get(id(stmt))
     return info.kind if info is not None else ""

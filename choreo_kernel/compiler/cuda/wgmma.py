@@ -25,26 +25,22 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
-from choreo_kernel.compiler.cuda.expressions import root_name
-from choreo_kernel.compiler.cuda.views import Accumulator, LoweringError, View
-
-if TYPE_CHECKING:
-    from choreo_kernel.compiler.cuda.statements import KernelEmitter
+from choreo_kernel.compiler.cuda.context import KernelContext
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
+from choreo_kernel.compiler.semantics.levels import Storage
 
 PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
 STEP_BYTES = 32  # each K step of a wgmma reads 32 bytes of every operand row
 STORE_TYPES = ("f32", "f16", "bf16")  # what mma.store converts an accumulator into
 REGISTERS_PER_LINE = 8
 MAX_WAIT_DEPTH = 7  # deeper than any real pipeline: wait_group 7 is as good as no wait
-SWIZZLES = (32, 64, 128)  # bytes
 
 
 @dataclass(frozen=True)
@@ -125,9 +121,9 @@ def wrapper(instruction: Instruction) -> str:
 class Mma:
     """The MMA statements of one kernel, and the wgmma forms they use."""
 
-    emitter: KernelEmitter
+    emitter: KernelContext
     instructions: dict[str, Instruction] = field(default_factory=dict)
-    async_issues: dict[Symbol, Accumulator] = field(
+    async_issues: dict[Symbol, AccumulatorRegisters] = field(
         default_factory=dict
     )  # in-flight futures: their accumulator
     depths: dict[tuple[int, Symbol], int] = field(default_factory=dict)
@@ -171,7 +167,9 @@ class Mma:
                 )
             element = [q for q in stmt.operation.qualifiers if q in ("f32", "f16")]
             name = emitter.names.source(symbol.name)
-            accumulator = Accumulator(cexpr.name(name), element[0] if element else "f32", rows, columns)
+            accumulator = AccumulatorRegisters(
+                cexpr.name(name), element[0] if element else "f32", rows, columns
+            )
             emitter.out.line(
                 f"{accumulator.c_type} {name}[{accumulator.registers}];  "
                 f"// {rows}x{columns} {accumulator.elem}: {accumulator.tiles} m64n{columns} fragment(s) per warpgroup"
@@ -184,9 +182,9 @@ class Mma:
         # MMA is running, which makes ptxas serialize them (C7514).
         emitter.out.line(f"choreo::wgmma_fence_operand({accumulator.name.text});")
 
-    def _accumulator(self, expr: ast.Expr) -> Accumulator:
+    def _accumulator(self, expr: ast.Expr) -> AccumulatorRegisters:
         value = self.emitter.expressions.value(expr)
-        if not isinstance(value, Accumulator):
+        if not isinstance(value, AccumulatorRegisters):
             raise LoweringError("an accumulator (from mma.fill) is needed here", expr)
         return value
 
@@ -236,7 +234,7 @@ class Mma:
             f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, {row_stride.text});"
         )
         context = emitter.info.context_of[id(stmt)]
-        if destination.storage == "shared" and emitter.threads.covers_instances(context):
+        if destination.storage == Storage.SHARED and emitter.threads.covers_instances(context):
             barrier = emitter.threads.issuing_group(context).barrier()
             if barrier is not None:
                 emitter.out.line("// the whole tile is stored")
@@ -336,7 +334,7 @@ class Mma:
             raise LoweringError(f"operand {which} of an MMA is a 2-D tile of known size", expr)
         row_bytes = (view.strides[0].value or 0) * ELEMENT_BYTES[view.elem]
         if (
-            view.storage != "shared"
+            view.storage != Storage.SHARED
             or not view.swizzle
             or view.strides[1].value != 1
             or row_bytes != view.swizzle
@@ -459,49 +457,3 @@ class _WaitDepths(ForwardFlow[Groups]):
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
             rotate_futures(self.info, stmt.expr, groups, DONE)
         return groups
-
-
-def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, int]:
-    """The layout of each shared buffer that TMA or WGMMA uses (language.md 12.6): the swizzle that a
-    TMA copy or mma.load names with .swiz<N>, else, for a WGMMA operand, the widest one its rows fill."""
-    named: dict[Symbol, int] = {}
-    operands: set[Symbol] = set()
-    for stmt in ast.walk_statements(kernel):
-        if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family not in ("tma", "mma"):
-            continue
-        operation = stmt.operation
-        swizzle = operation.template_args.get("swiz")
-        if swizzle is not None:
-            for expr in (*operation.args, operation.destination):
-                symbol = _buffer(info, expr)
-                if symbol is not None:
-                    named[symbol] = int(swizzle)
-        if operation.family == "mma" and operation.qualifiers[0] in ("row", "col"):
-            operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
-    chosen = dict(named)
-    for symbol in operands - named.keys():
-        value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
-        if isinstance(value, Data) and value.dims and isinstance(value.dims[-1], int):
-            row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
-            chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
-    return chosen
-
-
-def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
-    """The shared buffer at the root of a view, through an mma.load fragment."""
-    root = root_name(expr)
-    symbol = info.symbol_of.get(id(root)) if root is not None else None
-    if (
-        symbol is not None
-        and isinstance(symbol.value, Fragment)
-        and isinstance(symbol.declaration, ast.OperationStmt)
-    ):
-        return _buffer(info, symbol.declaration.operation.args[0])
-    if symbol is not None and isinstance(symbol.value, Data | BufferArray) and _storage(symbol) == "shared":
-        return symbol
-    return None
-
-
-def _storage(symbol: Symbol) -> str:
-    value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
-    return value.storage if isinstance(value, Data) else ""

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import is_rotation
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.graph import model
+from choreo_kernel.compiler.graph.graph import Graph
 from choreo_kernel.compiler.graph.handoff import find_handoffs, written_expr
-from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Graph, Node
+from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Node
 from choreo_kernel.compiler.printer import expression, expressions, operation_name
 
 if TYPE_CHECKING:

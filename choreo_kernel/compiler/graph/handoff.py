@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.printer import expression, expressions

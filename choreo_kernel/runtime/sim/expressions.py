@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import BUILTINS
+from choreo_kernel.compiler.analysis.builtins import BUILTINS
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, INT_TYPES
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith

@@ -22,13 +22,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.arrivals import event_arrivals, trigger_sites
 from choreo_kernel.compiler.semantics.evaluate import HostValue, NotEvaluable
 from choreo_kernel.compiler.semantics.launch import KernelLaunch
-from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.errors import SimError
@@ -218,11 +218,7 @@ class Interpreter:
     # ---- declarations and assignments
 
     def _buffer_decl(self, stmt: ast.BufferDecl, frame: Frame) -> None:
-        context = self.info.context_of[id(stmt)]
-        storage = stmt.storage or (
-            "global" if not context.in_parallel else "local" if context.below_block else "shared"
-        )
-        per_thread = storage == "local"
+        per_thread = self.info.storage_of[id(stmt)] == Storage.LOCAL
         slots = self.evaluator.ints(stmt.array_dims, frame)
         shape = [frame.block.threads] * per_thread + slots + self.evaluator.ints(stmt.shape, frame)
         dtype = numpy_dtype(stmt.elem_type)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
@@ -32,8 +32,6 @@ from choreo_kernel.runtime.sim.operations import (
     store_accumulators,
 )
 from choreo_kernel.runtime.sim.views import View
-
-STORAGE_WORDS = ("shared", "local")
 
 
 class Issuer:
@@ -83,11 +81,7 @@ class Issuer:
         source = self.evaluator.view(operation.args[0], at)
         target = operation.destination
         assert target is not None
-        if (
-            isinstance(target, ast.Name)
-            and target.id in STORAGE_WORDS
-            and frame.scope.find(target.id) is None
-        ):
+        if id(operation) in self.info.allocates:  # `=> shared`, `=> local`: a new buffer like the source
             destination = _allocate(source, group)
         else:
             destination = self.evaluator.view(target, at)
