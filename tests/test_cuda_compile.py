@@ -171,6 +171,18 @@ def test_a_one_slot_ready_handoff_becomes_a_named_barrier() -> None:
     assert "choreo::mbarrier_init(&full[0], 1);" in cuda  # pending: stays an mbarrier (one warp arrives)
 
 
+def test_a_handoff_whose_producer_runs_on_one_elected_thread_keeps_mbarriers() -> None:
+    """A TMA-fed producer path runs on one thread per warpgroup, so `empty` cannot be a named barrier of
+    256 threads (the consumer's first wait timed out on the GPU); a DMA-fed one runs on the whole
+    warpgroup and keeps the named barrier."""
+    tma = emitted_for("handoff_tma_scalar_f32.co")
+    assert "choreo::mbarrier_init(&empty[0], 4);" in tma
+    assert "choreo::event_wait(&empty[0], empty_phase & 1, status, 0);" in tma
+    assert "named_barrier_sync(15" not in tma
+    dma = emitted_for("handoff_dma_scalar_f32.co")
+    assert "choreo::named_barrier_sync(15, 256);" in dma
+
+
 def test_post_increment_order_is_evaluated_once() -> None:
     cuda = emitted_for("ring3_counters_dma.co")
     assert "const int full_order = issued++;" in cuda

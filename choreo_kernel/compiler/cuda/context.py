@@ -17,6 +17,7 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import Events
 from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.roles import elected_paths
 from choreo_kernel.compiler.cuda.swizzles import shared_swizzles
 from choreo_kernel.compiler.cuda.threads import Group, KernelThreads
 from choreo_kernel.compiler.cuda.views import Lowered, LoweringError, View, buffer, element_count
@@ -61,7 +62,8 @@ class KernelContext:
         self.out = CodeWriter(indent=1)
         self.expressions = Expressions(info, bindings)
         self.threads = KernelThreads(info, kernel)
-        self.events = Events(info, kernel, self.threads, self.expressions, wait_sites)
+        self.elected_paths = elected_paths(info, kernel)  # paths one thread per instance runs
+        self.events = Events(info, kernel, self.threads, self.expressions, wait_sites, self.elected_paths)
         self.arena = Arena()
         self.shared_memory = names.fresh("shared_memory")
         self.status = names.fresh("status")

@@ -16,7 +16,10 @@ generation's parity has completed:
 
 A one-slot `= ready` release handoff between disjoint, warp-aligned thread sets becomes a
 named barrier instead (events.md): the triggering threads prime it once so the first wait
-passes, then each trigger is a `bar.arrive` and each wait a `bar.sync`.
+passes, then each trigger is a `bar.arrive` and each wait a `bar.sync`. The threads that count
+are those that run the waits and triggers: a path that one elected thread runs (roles.py) is
+not warp-aligned, so its events stay mbarriers (a bar.sync there would wait for 128 threads
+where one arrives).
 """
 
 from __future__ import annotations
@@ -91,8 +94,10 @@ class Events:
         threads: KernelThreads,
         expressions: Expressions,
         wait_sites: list[WaitSite],
+        elected_paths: frozenset[int],
     ) -> None:
         self.info = info
+        self.elected_paths = elected_paths  # their waits run on one thread per instance
         self.threads = threads
         self.expressions = expressions
         self.by_symbol: dict[Symbol, EventLowering] = {}
@@ -221,8 +226,8 @@ class Events:
         for use in uses:
             context: Context = self.info.context_of[id(use.statement)]
             threads = self.threads.threads_reaching(context)
-            if threads is None or not context.path:
-                return None  # both sides must be known, independent paths
+            if threads is None or not context.path or id(context.path) in self.elected_paths:
+                return None  # both sides must be known, independent paths, and run by whole warps
             reached |= threads
         return frozenset(reached)
 

@@ -88,6 +88,23 @@ def _kind(path: ast.InThreads) -> str | None:
     return None
 
 
+def elected_paths(info: FunctionInfo, kernel: ast.Parallel) -> frozenset[int]:
+    """The `inthreads.async` paths (by id) that run on one elected thread per instance: those that only
+    issue TMA loads bound to events, trigger them, wait on events and count."""
+    bound = {
+        info.symbol_of[id(future)]
+        for stmt in ast.walk_statements(kernel)
+        if isinstance(stmt, ast.Trigger)
+        for future in stmt.after
+        if id(future) in info.symbol_of
+    }
+    return frozenset(
+        id(stmt)
+        for stmt in ast.walk_statements(kernel)
+        if isinstance(stmt, ast.InThreads) and stmt.is_async and issue_only(stmt.body, info, bound)
+    )
+
+
 def issue_only(stmt: ast.Stmt, info: FunctionInfo, bound: set[Symbol]) -> bool:
     """Whether a path only issues TMA loads bound to events, triggers them, waits on events and counts."""
     if isinstance(stmt, ast.Block | ast.Foreach | ast.ForeachRange | ast.If | ast.With):

@@ -19,7 +19,7 @@ from choreo_kernel.compiler.cuda import cexpr, copies, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT, SWIZZLED_ALIGNMENT, KernelContext
 from choreo_kernel.compiler.cuda.plan import WaitSite
-from choreo_kernel.compiler.cuda.roles import issue_only, plan_roles
+from choreo_kernel.compiler.cuda.roles import plan_roles
 from choreo_kernel.compiler.cuda.threads import GRID_AXES, THREAD_GROUP, Group
 from choreo_kernel.compiler.cuda.tma import Tma
 from choreo_kernel.compiler.cuda.views import (
@@ -153,11 +153,7 @@ class KernelEmitter(KernelContext):
                     else "registers for accumulators"
                 )
                 self.out.line(f"{role.call}  // {role.kind}: {why}")
-            if (
-                stmt.is_async
-                and not self.in_elected_path
-                and issue_only(stmt.body, self.info, self.tma.bound)
-            ):
+            if id(stmt) in self.elected_paths and not self.in_elected_path:
                 self._elected_path(stmt, tail)
             else:
                 self._body(stmt.body, tail)
