@@ -55,6 +55,25 @@ def test_compile_for_cuda_reports_the_lowering_without_a_gpu() -> None:
     assert "thread counts below the block level" in error.message
 
 
+def test_more_shared_memory_than_a_block_has_is_a_check_error() -> None:
+    """Found by check, at the kernel, rather than when the launch fails on a GPU."""
+    source = """\
+__co__ f32 [64] too_big(f32 [64] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    shared f32 [80000] scratch;
+    parallel t by 64 : thread {
+      scratch.at(t) = x.at(t);
+      out.at(t) = scratch.at(t);
+    }
+  }
+  return out;
+}
+"""
+    (error,) = [d for d in ck.check(source, target="cuda") if d.severity == "error"]
+    assert error.line == 3 and "320000 bytes of shared memory" in error.message and "232448" in error.message
+
+
 def test_the_cli_check_fails_where_emit_would(tmp_path: Path) -> None:
     path = tmp_path / "counts.co"
     path.write_text(HOST_MUTABLE)

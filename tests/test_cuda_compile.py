@@ -164,23 +164,24 @@ def test_two_bound_triggers_on_two_slots_arrive_once_on_each() -> None:
     assert "choreo::mbarrier_init(&full[slot], 1);" in emitted_for("ring_two_bound_slots.co")
 
 
-def test_a_one_slot_ready_handoff_becomes_a_named_barrier() -> None:
-    cuda = emitted_for("named_barrier_handoff.co")
-    assert "choreo::named_barrier_sync(15, 64);" in cuda
-    assert "if (threadIdx.x >= 32 && threadIdx.x < 64) choreo::named_barrier_arrive(15, 64);" in cuda
-    assert "choreo::mbarrier_init(&full[0], 1);" in cuda  # pending: stays an mbarrier (one warp arrives)
-
-
-def test_a_handoff_whose_producer_runs_on_one_elected_thread_keeps_mbarriers() -> None:
-    """A TMA-fed producer path runs on one thread per warpgroup, so `empty` cannot be a named barrier of
-    256 threads (the consumer's first wait timed out on the GPU); a DMA-fed one runs on the whole
-    warpgroup and keeps the named barrier."""
+def test_every_event_is_an_mbarrier_whose_waits_are_bounded() -> None:
+    """A one-slot ready handoff could be a named barrier, but a bar.sync that is never matched hangs the
+    GPU; as an mbarrier its wait gives up and the call raises (the TMA-fed handoff of issue 17, whose
+    producer runs on one elected thread, deadlocked as a named barrier of 256 threads)."""
+    for name in ("ready_handoff_warps.co", "handoff_tma_scalar_f32.co", "handoff_dma_scalar_f32.co"):
+        cuda = emitted_for(name)
+        body = cuda[cuda.index("__global__") :]
+        assert "choreo::mbarrier_init(&empty[0]" in body, name
+        assert "named_barrier_arrive" not in body and "named_barrier_sync(15" not in body, name
     tma = emitted_for("handoff_tma_scalar_f32.co")
-    assert "choreo::mbarrier_init(&empty[0], 4);" in tma
-    assert "choreo::event_wait(&empty[0], empty_phase & 1, status, 0);" in tma
-    assert "named_barrier_sync(15" not in tma
-    dma = emitted_for("handoff_dma_scalar_f32.co")
-    assert "choreo::named_barrier_sync(15, 256);" in dma
+    assert "choreo::event_wait(&empty[0], empty_phase & 1, status, 0);" in tma  # the elected producer's wait
+
+
+def test_a_block_starts_only_if_the_launch_has_not_given_up_and_drains_at_its_end() -> None:
+    cuda = emitted_for("handoff_tma_scalar_f32.co")
+    body = cuda[cuda.index("__global__") :]
+    assert "if (!choreo::block_starts(status)) return;" in body
+    assert body.rstrip().endswith("choreo::block_ends();\n}") or "  choreo::block_ends();\n}" in body
 
 
 def test_post_increment_order_is_evaluated_once() -> None:

@@ -75,24 +75,6 @@ def test_a_never_triggered_event_raises_naming_it() -> None:
     np.testing.assert_array_equal(add.add(a, a).get(), a * 2)
 
 
-def test_a_launch_failure_names_the_function() -> None:
-    source = """
-    __co__ f32 [64] too_big(f32 [64] x) {
-      f32 [64] out;
-      parallel b by 1 : block {
-        shared f32 [80000] scratch;
-        parallel t by 64 : thread {
-          scratch.at(t) = x.at(t);
-          out.at(t) = scratch.at(t);
-        }
-      }
-      return out;
-    }
-    """
-    with pytest.raises(ck.ChoreoError, match=r"too_big\(\).*320000 bytes of shared memory"):
-        ck.compile(source, target="cuda").too_big(np.zeros(64, np.float32))
-
-
 ILLEGAL_ADDRESS = """
 import numpy as np, choreo_kernel as ck
 source = '''

@@ -11,8 +11,12 @@ architecture, the NVRTC options and version, and this package's version. Files a
 to a temporary name and renamed into place, so concurrent processes never read half a file.
 
 A wait on an event gives up after `$CHOREO_WAIT_TIMEOUT` seconds (default 2): the kernel records
-which wait in host memory and lets every other wait fall through, so the launch ends and the
-call raises, leaving the CUDA context usable (a trap would poison it for the whole process).
+which wait in host memory, every later wait of the launch gives up at once and no more TMA loads
+are issued, so the launch ends and the call raises, leaving the CUDA context usable (a trap would
+poison it for the whole process). The host waits for a launch only so long
+(`$CHOREO_HOST_TIMEOUT`, default 60 s). Where a failure does poison the context (an illegal
+address, a kernel that never ends), every later call says so in one line instead of failing
+with the driver's error.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,11 @@ from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
 
 WAIT_TIMEOUT_S = float(os.environ.get("CHOREO_WAIT_TIMEOUT", "2"))
+HOST_TIMEOUT_S = float(os.environ.get("CHOREO_HOST_TIMEOUT", str(max(60.0, 10 * WAIT_TIMEOUT_S))))
+# CUDA errors after which the process's context is unusable (cudaError_t values).
+STICKY_ERRORS = frozenset({700, 701, 702, 710, 714, 715, 716, 717, 718, 719, 720, 999})
+SPIN_S = 2e-4  # how long the host checks a launch without sleeping
+_lost_context: list[str] = []  # why this process's CUDA context became unusable, once it has
 MAX_GRID = (2**31 - 1, 65535, 65535)
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
 TENSOR_MAPS_KEPT = 256  # encoded tensor maps remembered per compiled source
@@ -211,6 +221,8 @@ class CudaFunction:
         return f"<choreo cuda function {self.name}>"
 
     def __call__(self, *args: Any) -> Any:
+        if _lost_context:
+            raise ChoreoError.simple(_lost_context[0])
         cupy = self.backend.cupy
         arguments = [_as_array_like(cupy, value) for value in args]
         bound = bind_arguments(self.plan.function, arguments)
@@ -307,23 +319,54 @@ class CudaFunction:
         return _scalar(value, parameter.element)
 
     def _synchronize(self, cupy: Any) -> None:
+        """Wait for the launches, at most HOST_TIMEOUT_S: a kernel that never ends is an error too."""
+        stream = cupy.cuda.get_current_stream()
+        start = time.monotonic()
+        delay = 1e-5
         try:
-            cupy.cuda.get_current_stream().synchronize()
+            while not stream.done:
+                waited = time.monotonic() - start
+                if waited > HOST_TIMEOUT_S:
+                    raise self._lost(
+                        f"the kernel has not finished after {HOST_TIMEOUT_S:g} s (a barrier its threads never "
+                        "all reach?), and the GPU is still running it"
+                    )
+                if waited > SPIN_S:
+                    time.sleep(delay)
+                    delay = min(2 * delay, 1e-3)
+            stream.synchronize()
+        except ChoreoError:
+            raise
         except Exception as error:
             raise self._cuda_error(error, None) from None
         self._check_waits()
 
+    def _lost(self, why: str) -> ChoreoError:
+        """The error for a failure that leaves this process's CUDA context unusable; later calls repeat it."""
+        message = (
+            f"{self.name}(): {why}. The GPU cannot be used again in this process: restart the kernel "
+            "(Kernel > Restart Kernel) or the Python process; target 'sim' still runs."
+        )
+        _lost_context.append(message)
+        return ChoreoError.simple(message)
+
     def _check_waits(self) -> None:
+        timed_out = self._timed_out()
+        if timed_out is not None:
+            raise timed_out
+
+    def _timed_out(self) -> ChoreoError | None:
+        """The error for a wait of the last launches that gave up (the status it left is cleared)."""
         status = self.backend.status
         if not status[0]:
-            return
+            return None
         site_index = int(status[1])
         status[:] = 0
         sites = self.plan.wait_sites
         site = sites[site_index] if site_index < len(sites) else None
         where = f" at line {site.line} ({site.text})" if site else ""
         event = f"event '{site.event}'" if site else "an event"
-        raise ChoreoError.simple(
+        return ChoreoError.simple(
             f"{self.name}(): a wait on {event}{where} gave up after {WAIT_TIMEOUT_S:g} s: the event's generation "
             "never completed (a deadlock: check that every thread that should trigger it does)"
         )
@@ -331,10 +374,7 @@ class CudaFunction:
     def _cuda_error(self, error: Exception, launch: Launch | None) -> ChoreoError:
         if isinstance(error, ChoreoError):
             return error
-        try:
-            self._check_waits()
-        except ChoreoError as timed_out:
-            return timed_out
+        timed_out = self._timed_out()
         kernel = (
             f" in kernel {launch.kernel} (the parallel at line {launch.statement.span.line})"
             if launch
@@ -345,6 +385,11 @@ class CudaFunction:
             if launch and launch.shared_bytes
             else ""
         )
+        if getattr(error, "status", None) in STICKY_ERRORS:
+            after = f" ({timed_out.message.partition('(): ')[2]})" if timed_out else ""
+            return self._lost(f"CUDA failed{kernel}{shared}: {error}{after}")
+        if timed_out is not None:
+            return timed_out
         return ChoreoError.simple(f"{self.name}(): CUDA failed{kernel}{shared}: {error}")
 
     def _result(self, values: dict[Symbol, Any]) -> Any:

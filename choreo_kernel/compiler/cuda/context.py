@@ -63,7 +63,7 @@ class KernelContext:
         self.expressions = Expressions(info, bindings)
         self.threads = KernelThreads(info, kernel)
         self.elected_paths = elected_paths(info, kernel)  # paths one thread per instance runs
-        self.events = Events(info, kernel, self.threads, self.expressions, wait_sites, self.elected_paths)
+        self.events = Events(info, kernel, self.threads, self.expressions, wait_sites)
         self.arena = Arena()
         self.shared_memory = names.fresh("shared_memory")
         self.status = names.fresh("status")

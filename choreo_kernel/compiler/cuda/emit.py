@@ -34,6 +34,7 @@ from choreo_kernel.compiler.semantics.levels import Storage
 from choreo_kernel.compiler.version import __version__
 
 HEADER = "choreo_runtime.cuh"
+MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory per block on sm_90a
 
 
 def header_text() -> str:
@@ -256,6 +257,12 @@ class FunctionLowering:
         out.line(f'extern "C" __global__ void __launch_bounds__({bounds}) {kernel_name}({signature}) {{')
         arena = emitter.arena
         shared_bytes = arena.size
+        if arena.size + (arena.alignment if arena.alignment > SHARED_ALIGNMENT else 0) > MAX_SHARED_BYTES:
+            raise LoweringError(
+                f"this kernel needs {arena.size} bytes of shared memory per block; a block on sm_90a has at most "
+                f"{MAX_SHARED_BYTES} (227 KiB): use smaller tiles or fewer stages",
+                stmt,
+            )
         if arena.size:
             layout = ", ".join(f"{name} at {offset}" for name, offset, _ in arena.entries)
             out.line(f"  // shared memory ({arena.size} bytes): {layout}")
@@ -272,7 +279,11 @@ class FunctionLowering:
                 out.line(
                     f"  extern __shared__ __align__({arena.alignment}) unsigned char {emitter.shared_memory}[];"
                 )
+        out.line(
+            f"  if (!choreo::block_starts({emitter.status})) return;  // the launch already gave up on a wait"
+        )
         out.lines.extend(body.splitlines())
+        out.line("  choreo::block_ends();")
         out.line("}")
         self.wrappers.update(emitter.mma.wrappers())
         launch = Launch(kernel_name, stmt, grid, emitter.threads.block_threads, shared_bytes, parameters)

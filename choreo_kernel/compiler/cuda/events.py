@@ -14,22 +14,18 @@ generation's parity has completed:
   thread in a bit of `e_phase` (one bit per slot: only the parity is observable);
 - `= ready` flips the parity, so generation 0 is complete before any trigger.
 
-A one-slot `= ready` release handoff between disjoint, warp-aligned thread sets becomes a
-named barrier instead (events.md): the triggering threads prime it once so the first wait
-passes, then each trigger is a `bar.arrive` and each wait a `bar.sync`. The threads that count
-are those that run the waits and triggers: a path that one elected thread runs (roles.py) is
-not warp-aligned, so its events stay mbarriers (a bar.sync there would wait for 128 threads
-where one arrives).
+Every event is an mbarrier, also the one-slot `= ready` handoffs that the backend may lower to a
+named barrier (events.md): a wait on an mbarrier is bounded (it gives up after
+CHOREO_WAIT_TIMEOUT_NS and the call raises, with the process's GPU still usable), where a
+`bar.sync` that is never matched hangs the GPU and every later call with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.info import FunctionInfo
-from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Event, Symbol
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
@@ -41,8 +37,6 @@ from choreo_kernel.compiler.cuda.writer import CodeWriter
 from choreo_kernel.compiler.semantics.arrivals import TriggerSite
 from choreo_kernel.compiler.semantics.levels import WARP_THREADS as WARP
 
-FIRST_EVENT_BARRIER = 15  # named barriers 1..8 synchronize warpgroups; events count down from 15
-LAST_EVENT_BARRIER = 9
 MAX_PHASE_SLOTS = 64
 
 
@@ -75,9 +69,6 @@ class EventLowering:
     uses: list[EventUse] = field(default_factory=list)
     phase: str | None = None  # the per-thread phase bits, when plain or indexed waits exist
     per_warp: bool = False  # direct triggers arrive once per warp
-    barrier_id: int | None = None  # a named barrier instead of mbarriers
-    barrier_threads: int = 0
-    primers: tuple[int, int] = (0, 0)  # [first, last) threads that prime the named barrier
 
     @property
     def phase_type(self) -> str:
@@ -94,16 +85,13 @@ class Events:
         threads: KernelThreads,
         expressions: Expressions,
         wait_sites: list[WaitSite],
-        elected_paths: frozenset[int],
     ) -> None:
         self.info = info
-        self.elected_paths = elected_paths  # their waits run on one thread per instance
         self.threads = threads
         self.expressions = expressions
         self.by_symbol: dict[Symbol, EventLowering] = {}
         self.wait_sites = wait_sites  # the function's bounded waits; a timeout reports an index into it
         self._uses = _collect_uses(info, kernel)
-        self._next_barrier = FIRST_EVENT_BARRIER
 
     # ------------------------------------------------------------------ declaration
 
@@ -121,9 +109,6 @@ class Events:
         uses = self._uses.get(symbol, [])
         lowering = EventLowering(symbol, c_name, slots, event.ready, 0, uses)
         self.by_symbol[symbol] = lowering
-        if self._named_barrier(lowering, stmt):
-            self._declare_named_barrier(lowering, out)
-            return
         lowering.arrivals = self._arrivals(lowering, stmt)
         if any(use.form != "at" and not use.is_trigger for use in uses):
             if slots > MAX_PHASE_SLOTS:
@@ -195,60 +180,10 @@ class Events:
             return len(reached) // WARP
         return len(reached)
 
-    # ------------------------------------------------------------------ named barriers
-
-    def _named_barrier(self, lowering: EventLowering, stmt: ast.EventDecl) -> bool:
-        """events.md: a one-slot `= ready` release handoff between disjoint, warp-aligned thread sets."""
-        uses = lowering.uses
-        if lowering.slots != 1 or not lowering.ready or stmt.arrival_count is not None or stmt.dims:
-            return False
-        if self._next_barrier < LAST_EVENT_BARRIER or any(
-            use.form != "plain" or use.is_bound for use in uses
-        ):
-            return False
-        waiters = self._threads(use for use in uses if not use.is_trigger)
-        triggers = self._threads(use for use in uses if use.is_trigger)
-        if not waiters or not triggers or waiters & triggers:
-            return False
-        if not (_warp_aligned(waiters) and _warp_aligned(triggers)):
-            return False
-        first, last = min(triggers), max(triggers) + 1
-        if last - first != len(triggers):
-            return False
-        lowering.barrier_id = self._next_barrier
-        lowering.barrier_threads = len(waiters) + len(triggers)
-        lowering.primers = (first, last)
-        self._next_barrier -= 1
-        return True
-
-    def _threads(self, uses: Iterable[EventUse]) -> frozenset[int] | None:
-        reached: set[int] = set()
-        for use in uses:
-            context: Context = self.info.context_of[id(use.statement)]
-            threads = self.threads.threads_reaching(context)
-            if threads is None or not context.path or id(context.path) in self.elected_paths:
-                return None  # both sides must be known, independent paths, and run by whole warps
-            reached |= threads
-        return frozenset(reached)
-
-    def _declare_named_barrier(self, lowering: EventLowering, out: CodeWriter) -> None:
-        first, last = lowering.primers
-        out.line(
-            f"// '{lowering.symbol.name}' is a one-slot ready handoff: named barrier {lowering.barrier_id} "
-            f"of {lowering.barrier_threads} threads (threads {first}..{last - 1} trigger it)"
-        )
-        out.line(
-            f"if (threadIdx.x >= {first} && threadIdx.x < {last}) "
-            f"choreo::named_barrier_arrive({lowering.barrier_id}, {lowering.barrier_threads});  // generation 0 is ready"
-        )
-
     # ------------------------------------------------------------------ waits and triggers
 
     def wait(self, stmt: ast.Wait, target: ast.Expr, status: str, out: CodeWriter) -> None:
         lowering, form, selector = self._target(target)
-        if lowering.barrier_id is not None:
-            out.line(f"choreo::named_barrier_sync({lowering.barrier_id}, {lowering.barrier_threads});")
-            return
         site = len(self.wait_sites)
         self.wait_sites.append(WaitSite(lowering.symbol.name, stmt.span.line, printer.statement(stmt)))
         name = lowering.name
@@ -269,9 +204,6 @@ class Events:
 
     def trigger(self, target: ast.Expr, out: CodeWriter) -> None:
         lowering, _, _ = self._target(target)
-        if lowering.barrier_id is not None:
-            out.line(f"choreo::named_barrier_arrive({lowering.barrier_id}, {lowering.barrier_threads});")
-            return
         address, setup = self.barrier(target)
         arrive = "mbarrier_arrive_warp" if lowering.per_warp else "mbarrier_arrive"
         write_once([*setup, f"choreo::{arrive}({address});"], out)
