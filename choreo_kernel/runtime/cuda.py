@@ -49,6 +49,7 @@ HOST_TIMEOUT_S = float(os.environ.get("CHOREO_HOST_TIMEOUT", str(max(60.0, 10 * 
 # CUDA errors after which the process's context is unusable (cudaError_t values).
 STICKY_ERRORS = frozenset({700, 701, 702, 710, 714, 715, 716, 717, 718, 719, 720, 999})
 SPIN_S = 2e-4  # how long the host checks a launch without sleeping
+NOT_READY = 600  # cudaErrorNotReady: the stream still has work
 _lost_context: list[str] = []  # why this process's CUDA context became unusable, once it has
 MAX_GRID = (2**31 - 1, 65535, 65535)
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
@@ -324,7 +325,7 @@ class CudaFunction:
         start = time.monotonic()
         delay = 1e-5
         try:
-            while not stream.done:
+            while not _finished(cupy, stream):
                 waited = time.monotonic() - start
                 if waited > HOST_TIMEOUT_S:
                     raise self._lost(
@@ -404,6 +405,18 @@ class CudaFunction:
 
 
 # ---------------------------------------------------------------------------- marshalling
+
+
+def _finished(cupy: Any, stream: Any) -> bool:
+    """Whether the stream's work is done; a launch that failed raises here (`stream.done` only says no)."""
+    status = cupy.cuda.runtime.streamQuery(stream.ptr)
+    if isinstance(status, bool):
+        return status
+    if status == NOT_READY:
+        return False
+    if status:
+        stream.synchronize()  # raises the launch's error
+    return True
 
 
 def _as_array_like(cupy: Any, value: Any) -> Any:
