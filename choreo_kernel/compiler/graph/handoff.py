@@ -85,6 +85,9 @@ class _HandOffs(ForwardFlow[_State]):
         self.published: dict[Symbol, Operations] = {}  # event -> writers whose completion it publishes
         self.found: dict[tuple[int, int, str], HandOff] = {}
         self.triggered: set[Symbol] = set()  # events some statement triggers
+        self.ordered_after: dict[
+            ast.OperationStmt, dict[ast.OperationStmt, str]
+        ] = {}  # `after`, transitively
         for stmt in ast.walk_statements(info.function.body):
             self._collect(stmt)
 
@@ -166,13 +169,7 @@ class _HandOffs(ForwardFlow[_State]):
         return _State(futures, a.reached | b.reached, a.pending | b.pending, observed)
 
     def _operation(self, stmt: ast.OperationStmt, state: _State) -> _State:
-        ordered = {
-            producer: f"after {expression(item)}"
-            for item in stmt.operation.after
-            if (symbol := self.info.future_named(item)) is not None
-            for producer in state.futures.get(symbol, frozenset())
-        }
-        self._reads(stmt, _operation_reads(stmt.operation), state, ordered)
+        self._reads(stmt, _operation_reads(stmt.operation), state, self._ordered(stmt, state))
         write = self.writes.get(id(stmt))
         if write is not None:
             state.reached |= {stmt}
@@ -185,6 +182,20 @@ class _HandOffs(ForwardFlow[_State]):
         if symbol is not None:
             state.futures[symbol] = frozenset({stmt}) if write is not None else frozenset()
         return state
+
+    def _ordered(self, stmt: ast.OperationStmt, state: _State) -> dict[ast.OperationStmt, str]:
+        """The operations `stmt` starts after, and how: those its `after` clause names, and (`after` is
+        transitive) whatever those started after in turn."""
+        ordered: dict[ast.OperationStmt, str] = {}
+        for item in stmt.operation.after:
+            symbol = self.info.future_named(item)
+            for producer in state.futures.get(symbol, frozenset()) if symbol is not None else ():
+                how = f"after {expression(item)}"
+                ordered.setdefault(producer, how)
+                for earlier in self.ordered_after.get(producer, {}):
+                    ordered.setdefault(earlier, f"{how}, which starts after it")
+        self.ordered_after[stmt] = {**self.ordered_after.get(stmt, {}), **ordered}
+        return ordered
 
     def _wait(self, stmt: ast.Wait, state: _State) -> _State:
         for target in stmt.targets:
