@@ -126,11 +126,11 @@ class Expressions:
         return value
 
     def _IntLiteral(self, expr: ast.IntLiteral) -> Lowered:
-        if expr.unsigned:
-            return Operand(cexpr.raw(f"{expr.value}u"), "u32")
-        if expr.value > 2**31 - 1:
-            return Operand(cexpr.raw(f"{expr.value}ll"), "s64")
-        return Operand(cexpr.const(expr.value), "s32")
+        literal = cint.literal_type(expr.value, expr.unsigned) or "s64"  # the analysis rejects wider ones
+        if literal == "s32":
+            return Operand(cexpr.const(expr.value), literal)
+        suffix = {"u32": "u", "u64": "ull", "s64": "ll"}[literal]
+        return Operand(cexpr.raw(f"{expr.value}{suffix}"), literal)
 
     def _FloatLiteral(self, expr: ast.FloatLiteral) -> Lowered:
         text = repr(expr.value)

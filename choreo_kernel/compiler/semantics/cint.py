@@ -53,6 +53,15 @@ def fits(value: int, bits: int = INT_BITS, signed: bool = True) -> bool:
     return 0 <= value < 1 << bits
 
 
+def literal_type(value: int, unsigned: bool) -> str | None:
+    """The type of an integer literal, as C gives it: `int` where it fits, else a 64-bit one (unsigned
+    with a `u` suffix); None where no 64-bit type holds it."""
+    for bits in (INT_BITS, INTMAX_BITS):
+        if fits(value, bits, signed=not unsigned):
+            return f"{'u' if unsigned else 's'}{bits}"
+    return None
+
+
 _ARITHMETIC: dict[str, Callable[[int, int], int]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,

@@ -16,6 +16,7 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import BUILTINS
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, INT_TYPES
+from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.errors import SimError
@@ -137,7 +138,10 @@ class Evaluator:
 
     @staticmethod
     def _int(expr: ast.IntLiteral, frame: Frame) -> Any:
-        return np.uint32(expr.value) if expr.unsigned else expr.value
+        literal = cint.literal_type(expr.value, expr.unsigned)
+        if literal == "s32":
+            return expr.value  # a Python int is a C int here
+        return numpy_dtype(literal or "s64").type(expr.value)
 
     @staticmethod
     def _float(expr: ast.FloatLiteral, frame: Frame) -> Any:

@@ -12,7 +12,7 @@ statements and loop apply to their threads.
 
 from __future__ import annotations
 
-import itertools
+import math
 import random
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +37,7 @@ from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope
 from choreo_kernel.runtime.sim.instances import instances
 from choreo_kernel.runtime.sim.issue import Issuer, futures
+from choreo_kernel.runtime.sim.limits import MAX_BYTES, MAX_STEPS, gigabytes, index_space
 from choreo_kernel.runtime.sim.operations import FutureWait, Operation
 from choreo_kernel.runtime.sim.scheduler import Blocker, Deadlock, Join, Scheduler, Task
 from choreo_kernel.runtime.sim.values import Buffer, IntTuple
@@ -130,6 +131,7 @@ class Interpreter:
 
     def run_host(self, scope: Scope, seed: int) -> Any:
         """Run the function body at host level; the returned value, or None."""
+        self.steps = 0
         frame = self._open("host code", scope, Task("the host code"), random.Random(seed))
         try:
             self._run(frame, self._body(self.info.function.body, frame))
@@ -215,6 +217,17 @@ class Interpreter:
             return None
         return (yield from self.execute(stmt.inner, frame))
 
+    def _step(self, coming: int = 0) -> None:
+        """One more loop iteration or block; the sim stops a call that would run for hours, and stops at
+        once a loop or a grid that says it has `coming` more."""
+        self.steps += 1
+        if self.steps + coming > MAX_STEPS:
+            raise SimError(
+                f"this call runs more than {MAX_STEPS:,} loop iterations and blocks on the sim "
+                "(CHOREO_SIM_MAX_STEPS), which would take too long on the CPU: run it on the cuda target, "
+                "or with smaller sizes"
+            )
+
     # ---- declarations and assignments
 
     def _buffer_decl(self, stmt: ast.BufferDecl, frame: Frame) -> None:
@@ -222,6 +235,12 @@ class Interpreter:
         slots = self.evaluator.ints(stmt.array_dims, frame)
         shape = [frame.block.threads] * per_thread + slots + self.evaluator.ints(stmt.shape, frame)
         dtype = numpy_dtype(stmt.elem_type)
+        needed = math.prod(shape) * dtype.itemsize
+        if needed > MAX_BYTES:
+            raise SimError(
+                f"buffer '{stmt.name}' would take {gigabytes(needed)} on the sim, more than its {gigabytes(MAX_BYTES)} "
+                "(CHOREO_SIM_MAX_BYTES): run it on the cuda target, or with smaller sizes"
+            )
         base = np.full(shape, arith.poison_of(dtype), dtype=dtype)
         if stmt.init:
             values = [arith.saturated(plain(self.evaluator.value(item, frame)), dtype) for item in stmt.init]
@@ -343,7 +362,9 @@ class Interpreter:
             names = clause.variables.names if clause.variables else ()
             for position, count in enumerate(self.evaluator.extents(clause.count, frame)):
                 axes.append((names[position].id if position < len(names) else None, count))
-        for index in itertools.product(*(range(count) for _, count in axes)):
+        self._step(math.prod(count for _, count in axes))
+        for index in index_space([range(count) for _, count in axes]):
+            self._step()
             scope = Scope(frame.scope, ONE_THREAD)
             for (name, count), value in zip(axes, index):
                 if name is not None:
@@ -418,6 +439,7 @@ class Interpreter:
     def _loop(self, body: ast.Stmt, frame: Frame, iterations: Iterable[dict[str, Any]]) -> Run:
         lanes = frame.lanes
         for bindings in iterations:
+            self._step()
             inner = frame.enter(lanes)
             inner.scope.names.update(bindings)
             leaving = yield from self._body(body, inner)
@@ -429,10 +451,11 @@ class Interpreter:
 
     def _foreach(self, stmt: ast.Foreach, frame: Frame) -> Run:
         bounds = self.evaluator.extents(stmt.extent, frame)
+        self._step(math.prod(bounds))
         names = [name.id for name in stmt.variables.names]
         iterations = (
             {name: Bounded(value, bound) for name, value, bound in zip(names, values, bounds)}
-            for values in itertools.product(*(range(bound) for bound in bounds))
+            for values in index_space([range(bound) for bound in bounds])
         )
         return (yield from self._loop(stmt.body, frame, iterations))
 
@@ -450,7 +473,7 @@ class Interpreter:
             ranges.append((item.name.id, variable.bound, range(variable.bound)[slice(*parts)]))
         iterations = (
             {name: Bounded(value, bound) for (name, bound, _), value in zip(ranges, values)}
-            for values in itertools.product(*(values for _, _, values in ranges))
+            for values in index_space([values for _, _, values in ranges])
         )
         return (yield from self._loop(stmt.body, frame, iterations))
 

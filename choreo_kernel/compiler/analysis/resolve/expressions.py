@@ -38,7 +38,11 @@ class ExpressionRules(ResolverBase):
         return symbol.value
 
     def _expr_IntLiteral(self, expr: ast.IntLiteral) -> Value:
-        return Scalar("u32" if expr.unsigned else "s32", expr.value)
+        literal = cint.literal_type(expr.value, expr.unsigned)
+        if literal is None:
+            self.error(f"the integer literal {expr.value} does not fit in 64 bits", expr.span)
+            return UNKNOWN
+        return Scalar(literal, expr.value)
 
     def _expr_FloatLiteral(self, expr: ast.FloatLiteral) -> Value:
         return Scalar("f32" if expr.single else "f64")
