@@ -30,8 +30,8 @@ from cuda_corpus import PROGRAMS  # noqa: E402
 import choreo_kernel as ck  # noqa: E402
 from choreo_kernel.compiler.cuda import emit_program, lower_program  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
-from choreo_kernel.kernel.timing import wall_clock_seconds  # noqa: E402
 from choreo_kernel.runtime import cuda  # noqa: E402
+from choreo_kernel.tuning.timing import wall_clock_seconds  # noqa: E402
 
 WARM_TARGET_MS = 5.0
 # Every program the CUDA backend is tested on, and the GEMM-sized one of bench/gemm.py.

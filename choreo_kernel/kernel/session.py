@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -25,20 +24,11 @@ from choreo_kernel.kernel.display import cuda_bundle, error_traceback, graph_bun
 from choreo_kernel.kernel.options import parse_options
 from choreo_kernel.kernel.summary import describe
 from choreo_kernel.module import Module
+from choreo_kernel.tuning.point import SweptSource
 
 SIM_NOTICE = "No CUDA GPU with CuPy here: Choreo functions run on the sim backend (NumPy)."
 # What `--target auto` means in this kernel, when set: runs notebooks on sim on a GPU machine too.
 TARGET_VARIABLE = "CHOREO_TARGET"
-
-
-@dataclass(frozen=True)
-class CompiledCell:
-    """What a Choreo cell was compiled from, so that `%sweep` can compile it again with other defines."""
-
-    source: str
-    defines: dict[str, object]  # earlier cells' macros and the cell's -D options
-    target: str
-    filename: str
 
 
 class CompiledFunction:
@@ -64,7 +54,8 @@ class ChoreoSession:
         self.functions: dict[str, CompiledFunction] = {}
         self.macros: dict[str, object] = {}
         self.module: Module | None = None
-        self.last_cell: CompiledCell | None = None
+        self.last_cell: SweptSource | None = None  # what `%sweep` compiles again, with other defines
+        self.function_sources: dict[str, SweptSource] = {}  # what each function was compiled from
         self._auto_target: str | None = None
         self._sim_notice_shown = False
         shell.set_custom_exc((ChoreoError,), show_choreo_error)
@@ -78,7 +69,8 @@ class ChoreoSession:
         defines = {**self.macros, **options.defines}
         module = choreo_module.compile(cell.masked, defines, target, filename)
         functions = self._remember(module)
-        self.last_cell = CompiledCell(cell.masked, defines, target, filename)
+        self.last_cell = SweptSource(cell.masked, defines, target, filename)
+        self.function_sources.update(dict.fromkeys(functions, self.last_cell))
         for warning in module.diagnostics:
             print(warning.render(module.source, filename), file=sys.stderr)
         chosen_by_probe = options.target == "auto" and not os.environ.get(TARGET_VARIABLE)

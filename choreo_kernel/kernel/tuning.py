@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
-import time
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -21,15 +21,24 @@ from choreo_kernel.compiler.preprocess import parse_define
 from choreo_kernel.kernel.resources import kernel_resources, resources_bundle, sim_message
 from choreo_kernel.kernel.session import CompiledFunction, SessionMagics
 from choreo_kernel.kernel.sweep import (
-    Grid,
-    Sweep,
-    SweepOptions,
-    check_cell_takes,
+    notebook_bind,
     plot_png,
-    run_sweep,
+    restore,
+    shipped_bind,
     sweep_table,
+    sweep_title,
 )
-from choreo_kernel.kernel.timing import (
+from choreo_kernel.tuning.point import Bind, SweepSettings
+from choreo_kernel.tuning.sweep import (
+    Grid,
+    InProcess,
+    Runner,
+    Sweep,
+    check_source_takes,
+    grid_points,
+    run_sweep,
+)
+from choreo_kernel.tuning.timing import (
     BYTES,
     FLOPS,
     Device,
@@ -45,7 +54,13 @@ DEFAULT_REPEATS = 10
 DEFAULT_RTOL = 1e-2
 DEFAULT_ATOL = 1e-2
 # `--flops 2*M*N*K`, `-n 20`, `--rtol=1e-3`: a value is one word or a quoted text.
-_OPTION = re.compile(r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)""")
+_OPTION = re.compile(
+    r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|--cluster|--gpus|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)"""
+)
+SWEEP_USAGE = (
+    "%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X]"
+    " [--cluster ADDRESS | --gpus N] -- EXPR"
+)
 
 
 @magics_class
@@ -74,50 +89,91 @@ class TuningMagics(SessionMagics):
 
     @line_magic
     def sweep(self, line: str) -> None:
-        """%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X] -- EXPR
+        """%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X] [--cluster ADDRESS | --gpus N] -- EXPR
 
         Compiles the last Choreo cell again for every combination of the values (as `-D`
         defines), runs EXPR once to compare its result with the first point's (np.allclose,
         --rtol and --atol, 1e-2 by default), times it as %bench does, and shows a table, a
         plot and the best point as `#define` lines. The Sweep object is left in `_sweep`.
+
+        --cluster ADDRESS sends the points to the Dask scheduler at ADDRESS; --gpus N to a
+        LocalCUDACluster of N workers, one per GPU of this machine (started once, kept for
+        later sweeps). Each worker compiles and times its points on its own GPU; EXPR and the
+        values it names are copied to every worker, with the cell's functions standing for
+        each point's build.
         """
         head, separator, expression = f" {line}".partition(" -- ")
-        grid_text, options = self._split(head, {"--flops", "--bytes", "-n", "--rtol", "--atol"})
+        grid_text, options = self._split(
+            head, {"--flops", "--bytes", "-n", "--rtol", "--atol", "--cluster", "--gpus"}
+        )
         if not separator or not expression.strip() or not grid_text:
-            raise UsageError("%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] -- EXPR")
+            raise UsageError(SWEEP_USAGE)
         cell = self.session.last_cell
         if cell is None:
             raise UsageError("%sweep recompiles the last Choreo cell: run one first")
         grid = parse_grid(grid_text)
         try:
-            check_cell_takes(cell, grid)
+            check_source_takes(cell, grid)
         except ValueError as error:
-            raise UsageError(str(error)) from None
+            raise UsageError(f"the last Choreo cell: {error}") from None
         expression = expression.strip()
-        settings = SweepOptions(
+        settings = SweepSettings(
+            expression,
             self._repeats(options),
-            self._device(),
             self._work(options),
             float(self._value(options.get("--rtol", str(DEFAULT_RTOL)))),
             float(self._value(options.get("--atol", str(DEFAULT_ATOL)))),
         )
-        progress = display({"text/plain": f"sweep of {cell.filename}: starting"}, raw=True, display_id=True)
-        start = time.perf_counter()
-        result = run_sweep(
-            self.session,
-            grid,
-            expression,
-            self._runner(expression),
-            settings,
-            lambda text: progress.update({"text/plain": text}, raw=True),
-        )
-        elapsed = time.perf_counter() - start
-        progress.update(
-            {"text/plain": f"sweep of {cell.filename}: {len(result.points)} points in {elapsed:.1f} s"},
-            raw=True,
-        )
+        total = len(grid_points(grid))
+        code = self._compiled(expression)
+        cluster = self._cluster_options(options)
+        progress = display(_progress_bundle(cell.filename, 0, total, "starting"), raw=True, display_id=True)
+
+        def report(done: int, total: int, text: str) -> None:
+            progress.update(_progress_bundle(cell.filename, done, total, text), raw=True)
+
+        if cluster is None:
+            runner: Runner = InProcess()
+            bind: Bind = notebook_bind(self.session, code)
+        else:
+            report(
+                0,
+                total,
+                "connecting to Dask" if cluster[0] else f"starting {cluster[1]} Dask workers, one per GPU",
+            )
+            runner, bind = self._dask_runner(*cluster, expression)
+        report(0, total, f"starting {runner.where}")
+        try:
+            result = run_sweep(cell, grid, bind, settings, runner, report)
+        finally:
+            restore(self.session)
+        summary = f"{sweep_title(result)}: {len(result.points)} points in {result.seconds:.1f} s"
+        progress.update({"text/plain": summary}, raw=True)
         self._namespace["_sweep"] = result
         show_sweep(result)
+
+    def _cluster_options(self, options: dict[str, str]) -> tuple[str | None, int | None] | None:
+        """(--cluster ADDRESS, --gpus N), or None to sweep in this process."""
+        if "--cluster" in options and "--gpus" in options:
+            raise UsageError("give --cluster ADDRESS or --gpus N, not both")
+        if "--cluster" in options:
+            return options["--cluster"], None
+        if "--gpus" in options:
+            gpus = int(self._value(options["--gpus"]))
+            if gpus < 1:
+                raise UsageError("--gpus needs at least 1 GPU")
+            return None, gpus
+        return None
+
+    def _dask_runner(self, address: str | None, gpus: int | None, expression: str) -> tuple[Runner, Bind]:
+        """Dask workers, and the expression with its values as they will receive them."""
+        from choreo_kernel.tuning.cluster import ClusterError, connect
+
+        try:
+            bind = shipped_bind(self.session, expression)
+            return connect(address, gpus), bind
+        except (ClusterError, ValueError) as error:
+            raise UsageError(str(error)) from None
 
     @line_magic
     def resources(self, line: str) -> None:
@@ -171,12 +227,14 @@ class TuningMagics(SessionMagics):
                 return Work(float(self._value(options[flag])), unit)
         return None
 
-    def _runner(self, expression: str) -> Callable[[], Any]:
+    def _compiled(self, expression: str) -> Any:
         try:
-            code = compile(expression, "<expression>", "eval")
+            return compile(expression, "<expression>", "eval")
         except SyntaxError as error:
             raise UsageError(f"not a Python expression: {expression} ({error.msg})") from None
-        namespace = self._namespace
+
+    def _runner(self, expression: str) -> Callable[[], Any]:
+        code, namespace = self._compiled(expression), self._namespace
         return lambda: eval(code, namespace)
 
     def _call_bytes(self, expression: str, result: Any) -> int:
@@ -211,6 +269,15 @@ def parse_grid(text: str) -> Grid:
             raise UsageError(f"'{word}' is not NAME=v1,v2,...")
         grid[name] = [parse_define(f"{name}={value}")[1] for value in values.split(",") if value]
     return grid
+
+
+def _progress_bundle(name: str, done: int, total: int, text: str) -> dict[str, str]:
+    """A progress bar (HTML `<progress>`, so no widget library is needed) over the latest step."""
+    line = f"sweep of {name}: {done}/{total} done · {text}"
+    return {
+        "text/plain": line,
+        "text/html": f"<progress value='{done}' max='{total}'></progress> <code>{escape(line)}</code>",
+    }
 
 
 def show_sweep(result: Sweep) -> None:
