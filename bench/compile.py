@@ -1,5 +1,8 @@
 """Compile latency of the CUDA path: front end, lowering, NVRTC cold and warm, per program.
 
+The front end for target cuda includes the lowering (so that check reports its limits); the
+lowering column times the lowering alone.
+
 A notebook cell compiles on every run. Re-running an unchanged cell reuses the remembered build
 (`ck.compile` + loading its function: the "re-run" column) and should take under 5 ms; a new
 process pays front end + lowering + loading the binary from the disk cache ("disk warm
@@ -25,10 +28,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from cuda_corpus import PROGRAMS  # noqa: E402
 
 import choreo_kernel as ck  # noqa: E402
-from choreo_kernel.compiler.cuda import emit_program  # noqa: E402
+from choreo_kernel.compiler.cuda import emit_program, lower_program  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
-from choreo_kernel.kernel.timing import wall_clock_seconds  # noqa: E402
 from choreo_kernel.runtime import cuda  # noqa: E402
+from choreo_kernel.tuning.timing import wall_clock_seconds  # noqa: E402
 
 WARM_TARGET_MS = 5.0
 # Every program the CUDA backend is tested on, and the GEMM-sized one of bench/gemm.py.
@@ -60,7 +63,7 @@ def main() -> None:
     for name, source in SOURCES:
         analysis = analyze(source)
         front = milliseconds(lambda source=source: analyze(source), args.runs)
-        lowering = milliseconds(lambda analysis=analysis: emit_program(analysis), args.runs)
+        lowering = milliseconds(lambda analysis=analysis: lower_program(analysis), args.runs)
         cuda_source = emit_program(analysis)
         with tempfile.TemporaryDirectory() as cache:
             cuda.clear_loaded_modules()
@@ -73,7 +76,7 @@ def main() -> None:
                 cuda.compile_module(cuda_source, Path(cache))
 
             disk = milliseconds(warm, args.runs)
-        total = front + lowering + disk
+        total = front + disk  # the front end includes the lowering
 
         def rerun(source: str = source) -> None:
             module = ck.compile(source, target="cuda")
@@ -81,7 +84,7 @@ def main() -> None:
 
         rerun()  # the first run builds and loads; later runs of the same cell reuse it
         again = milliseconds(rerun, args.runs)
-        worst_warm, worst_cold = max(worst_warm, total), max(worst_cold, front + lowering + cold)
+        worst_warm, worst_cold = max(worst_warm, total), max(worst_cold, front + cold)
         worst_rerun = max(worst_rerun, again)
         print(
             f"{name:32} {front:8.2f}ms {lowering:7.2f}ms {cold:9.1f}ms {disk:8.2f}ms {total:13.2f}ms "

@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 import choreo_kernel as ck
-from choreo_kernel.kernel.timing import wall_clock_seconds
+from choreo_kernel.tuning.timing import wall_clock_seconds
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "conformance"
 TARGET_MS = 30.0

@@ -7,10 +7,13 @@
 #                             (ncu and nvdisasm from the CUDA toolkit; the facts line is printed)
 #   bench/h200.sh bench       bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
 #                             (each alone: gemm, copy, compile)
+#   bench/h200.sh dask        the Dask sweep tests (`pytest -m gpu tests/test_tuning_dask.py`) and
+#                             bench/sweep_dask.py (tutorial 05's sweep in process vs --gpus 1)
 # Several modes run in order: `bench/h200.sh tutorials bench`.
 # The machine has no package registry: run ../shared/tools/device-wheels.sh --kernel
 # matplotlib contourpy cycler fonttools kiwisolver pyparsing python-dateutil six pillow packaging
-# here first, and carry .whl.
+# here first, and carry .whl. The dask mode also needs the wheels of bench/device-wheels.txt:
+# add $(grep -v '^#' bench/device-wheels.txt) to that command.
 set -uo pipefail
 out=${OUT:-/tmp/choreo-h200}
 mkdir -p "$out"
@@ -37,7 +40,11 @@ run_mode() {
     copy) timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log" ;;
     compile) timeout 120 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log" ;;
     bench) run_mode gemm && run_mode copy && run_mode compile ;;
-    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, copy, compile, bench)" >&2; return 2 ;;
+    dask)
+        gpu_tests tests/test_tuning_dask.py
+        timeout 300 python3 bench/sweep_dask.py 2>&1 | tee "$out/sweep_dask.log"
+        ;;
+    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, copy, compile, bench, dask)" >&2; return 2 ;;
     esac
 }
 

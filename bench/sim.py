@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import choreo_kernel as ck
-from choreo_kernel.kernel.timing import wall_clock_seconds
+from choreo_kernel.tuning.timing import wall_clock_seconds
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))

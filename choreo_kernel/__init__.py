@@ -11,10 +11,10 @@ from typing import Any
 
 from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic, Span
 from choreo_kernel.compiler.driver import check
+from choreo_kernel.compiler.version import __version__
 from choreo_kernel.module import Module, compile
 
-__all__ = ["ChoreoError", "Diagnostic", "Module", "Span", "check", "compile"]
-__version__ = "0.1.0"
+__all__ = ["ChoreoError", "Diagnostic", "Module", "Span", "__version__", "check", "compile"]
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -17,7 +17,10 @@ from typing import TypeAlias
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
-from choreo_kernel.compiler.driver import TARGETS, Analysis, analyze
+from choreo_kernel.compiler.driver import TARGETS, analyze
+from choreo_kernel.compiler.preprocess import parse_define
+from choreo_kernel.compiler.program import Analysis
+from choreo_kernel.compiler.version import __version__
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -58,17 +61,12 @@ def read_source(path: str) -> str:
     return text
 
 
-def parse_define(text: str) -> tuple[str, object]:
-    """`NAME=VALUE` or `NAME` (as for a C compiler: value 1); integer values become ints."""
-    name, sep, value = text.partition("=")
-    if not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"'{text}' is not NAME or NAME=VALUE")
-    if not sep:
-        return name, 1
+def _define(text: str) -> tuple[str, object]:
+    """A `-D` argument, as the preprocessor reads one (argparse shows the problem)."""
     try:
-        return name, int(value, 0)
-    except ValueError:
-        return name, value
+        return parse_define(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _add_target(command: argparse.ArgumentParser) -> None:
@@ -85,7 +83,7 @@ def _add_defines(command: argparse.ArgumentParser) -> None:
         "-D",
         dest="defines",
         action="append",
-        type=parse_define,
+        type=_define,
         default=[],
         metavar="NAME[=VALUE]",
         help="define a preprocessor macro, as with a C compiler (repeatable)",
@@ -120,7 +118,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="choreo",
         description="Compile Choreo tile programs (a tile-level GPU DSL).",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {ck.__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     check = _command(
@@ -237,7 +235,7 @@ def run_emit(args: argparse.Namespace) -> int:
 
     source, analysis = _analyzed(args.file, args.defines, "cuda")
     try:
-        cuda = emit_program(analysis, Path(args.file).name, self_contained=True)
+        cuda = emit_program(analysis, self_contained=True)
     except ck.ChoreoError as err:
         raise _errors_in_source(err.diagnostics, source, args.file) from None
     return _write_output(cuda, args.output)
@@ -303,7 +301,7 @@ def _source(path: str) -> str:
 def _analyzed(path: str, defines: list[tuple[str, object]], target: str) -> tuple[str, Analysis]:
     """The source of `path` and its analysis, for the commands that go on to write something from it."""
     source = _source(path)
-    analysis = analyze(source, dict(defines) or None, target=target)
+    analysis = analyze(source, dict(defines) or None, target=target, filename=Path(path).name)
     if analysis.has_errors:
         raise _errors_in_source(analysis.diagnostics, source, path)
     return source, analysis

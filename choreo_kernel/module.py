@@ -12,10 +12,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic
-from choreo_kernel.compiler.driver import Analysis, analyze, resolve_target
+from choreo_kernel.compiler.driver import analyze, resolve_target
+from choreo_kernel.compiler.program import Analysis
 
 if TYPE_CHECKING:
     from choreo_kernel.compiler.cuda import LoweredProgram
+    from choreo_kernel.compiler.cuda.plan import FunctionPlan
     from choreo_kernel.compiler.graph import Graph
 
 
@@ -38,10 +40,12 @@ class Build:
 
     @cached_property
     def lowered(self) -> LoweredProgram:
-        """One lowering for both the CUDA text and the host plans the CUDA backend runs."""
+        """One lowering for both the CUDA text and the host plans the CUDA backend runs: the one the
+        analysis made for target cuda, or (for the CUDA text of a sim module) one made now."""
         from choreo_kernel.compiler.cuda import lower_program
 
-        return lower_program(self.analysis, self.filename).checked(self.filename)
+        lowered = self.analysis.lowered or lower_program(self.analysis)
+        return lowered.checked(self.filename)
 
     @property
     def cuda_source(self) -> str:
@@ -90,12 +94,19 @@ class Module:
         """The emitted CUDA C++ of every function (available whatever the target)."""
         return self._build.cuda_source
 
-    def kernels(self, name: str | None = None) -> list[str]:
-        """The CUDA kernels function `name` launches, in order (whatever the target)."""
-        from choreo_kernel.compiler.cuda.plan import Launch
+    def cuda_plan(self, name: str) -> FunctionPlan | None:
+        """The CUDA lowering's plan of function `name`; None where it cannot be lowered for CUDA (a sim
+        module of a program only the sim runs)."""
+        try:
+            return self._build.lowered.plans.get(name)
+        except ChoreoError:
+            return None
 
-        steps = self._build.lowered.plans[self._function_name(name)].steps
-        return [step.kernel for step in steps if isinstance(step, Launch)]
+    def kernels(self, name: str | None = None) -> list[str]:
+        """The CUDA kernels function `name` launches, in order (whatever the target; none where the
+        program cannot be lowered for CUDA)."""
+        plan = self.cuda_plan(self._function_name(name))
+        return [] if plan is None else [launch.kernel for launch in plan.launches]
 
     def function(self, name: str) -> Callable[..., Any]:
         """The callable for `__co__` function `name` on this module's target."""
@@ -138,7 +149,7 @@ def compile(
     if build is not None:
         _BUILDS.move_to_end(key)
     else:
-        analysis = analyze(source, defines, resolved)
+        analysis = analyze(source, defines, resolved, filename=filename)
         if analysis.has_errors:
             raise ChoreoError(analysis.diagnostics, source, filename)
         build = Build(analysis, source, defines or {}, resolved, filename)
@@ -171,8 +182,3 @@ def _remember(key: Hashable, build: Build) -> None:
     _BUILDS[key] = build
     if len(_BUILDS) > _BUILDS_KEPT:
         _BUILDS.popitem(last=False)
-
-
-def forget_builds() -> None:
-    """Drop every remembered build (benchmarks measure cold compiles with it)."""
-    _BUILDS.clear()

@@ -16,6 +16,21 @@ __co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
   return out;
 }"""
 
+# `a * SCALE + b`: SCALE changes the result, so a sweep over it has points that differ from the first.
+SCALED_ADD = """\
+#ifndef SCALE
+#define SCALE 1
+#endif
+__co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
+  f32 [M, N] out;
+  parallel {i, j} by [M / 16, N / 16] : block {
+    parallel {x, y} by [16, 16] : thread {
+      out.chunkat(i, j).at(x, y) = a.chunkat(i, j).at(x, y) * SCALE + b.chunkat(i, j).at(x, y);
+    }
+  }
+  return out;
+}"""
+
 # Two async copies into shared memory: a graph with futures and waits, and CUDA to show.
 BLEND = """\
 __co__ f32 [B, 128] blend(f32 [B, 128] x, f32 [B, 128] y, f32 w) {

@@ -15,12 +15,8 @@ import importlib.util
 import os
 import secrets
 import shutil
-import socket
-import subprocess
 import sys
-import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,10 +30,10 @@ if importlib.util.find_spec("jupyterlab") is None:
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_path
+from local_server import STARTUP_SECONDS, free_port, serving
 from playwright.sync_api import Browser, Locator, Page, sync_playwright
 from programs import BLEND
 
-STARTUP_SECONDS = 60
 RUN_SECONDS = 120
 
 # A small elementwise kernel with two async copies, so its graph has futures to show; the
@@ -79,12 +75,6 @@ def extension_installed() -> bool:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A running `jupyter lab`: the URL to append paths to (token included), and its root directory."""
@@ -105,49 +95,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
         "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
     }
     port, token = free_port(), secrets.token_hex(16)
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",  # CI runs as root
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            f"--ServerApp.root_dir={root}",
-            f"--IdentityProvider.token={token}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ],
-        cwd=root,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    arguments = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",  # CI runs as root
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_serving(f"{base}/api/status?token={token}", server, home / "server.log")
+    ready = f"{base}/api/status?token={token}"
+    with serving("jupyter lab", arguments, ready, home / "server.log", env=env, cwd=root):
         yield f"{base}/lab/tree/{{path}}?token={token}", root
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
-
-
-def _wait_until_serving(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"jupyter lab exited with {server.returncode}:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"jupyter lab did not answer within {STARTUP_SECONDS} s:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="module")

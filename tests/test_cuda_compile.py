@@ -34,7 +34,7 @@ def by_name(programs: list[Program]) -> list[object]:
 
 
 def emitted(program: Program) -> str:
-    return emit_program(analyze(program.source), program.name, self_contained=True)
+    return emit_program(analyze(program.source, filename=program.name), self_contained=True)
 
 
 def nvcc(source: str, output: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -155,11 +155,33 @@ def test_event_arrival_counts_follow_the_triggering_threads() -> None:
     assert "((order / 2) & 1) ^ 1" in cuda  # empty is '= ready': its parity is flipped
 
 
-def test_a_one_slot_ready_handoff_becomes_a_named_barrier() -> None:
-    cuda = emitted_for("named_barrier_handoff.co")
-    assert "choreo::named_barrier_sync(15, 64);" in cuda
-    assert "if (threadIdx.x >= 32 && threadIdx.x < 64) choreo::named_barrier_arrive(15, 64);" in cuda
-    assert "choreo::mbarrier_init(&full[0], 1);" in cuda  # pending: stays an mbarrier (one warp arrives)
+def test_a_trigger_between_levels_arrives_with_every_thread_of_its_instance() -> None:
+    """event<2> counts the two warpgroups whose bodies trigger; the mbarrier counts their 256 threads."""
+    assert "choreo::mbarrier_init(&done[0], 256);" in emitted_for("trigger_between_levels.co")
+
+
+def test_two_bound_triggers_on_two_slots_arrive_once_on_each() -> None:
+    assert "choreo::mbarrier_init(&full[slot], 1);" in emitted_for("ring_two_bound_slots.co")
+
+
+def test_every_event_is_an_mbarrier_whose_waits_are_bounded() -> None:
+    """A one-slot ready handoff could be a named barrier, but a bar.sync that is never matched hangs the
+    GPU; as an mbarrier its wait gives up and the call raises (the TMA-fed handoff of issue 17, whose
+    producer runs on one elected thread, deadlocked as a named barrier of 256 threads)."""
+    for name in ("ready_handoff_warps.co", "handoff_tma_scalar_f32.co", "handoff_dma_scalar_f32.co"):
+        cuda = emitted_for(name)
+        body = cuda[cuda.index("__global__") :]
+        assert "choreo::mbarrier_init(&empty[0]" in body, name
+        assert "named_barrier_arrive" not in body and "named_barrier_sync(15" not in body, name
+    tma = emitted_for("handoff_tma_scalar_f32.co")
+    assert "choreo::event_wait(&empty[0], empty_phase & 1, status, 0);" in tma  # the elected producer's wait
+
+
+def test_a_block_starts_only_if_the_launch_has_not_given_up_and_drains_at_its_end() -> None:
+    cuda = emitted_for("handoff_tma_scalar_f32.co")
+    body = cuda[cuda.index("__global__") :]
+    assert "if (!choreo::block_starts(status)) return;" in body
+    assert body.rstrip().endswith("choreo::block_ends();\n}") or "  choreo::block_ends();\n}" in body
 
 
 def test_post_increment_order_is_evaluated_once() -> None:
@@ -171,7 +193,7 @@ def test_post_increment_order_is_evaluated_once() -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here, so the emitted CUDA cannot be built")
 def test_the_copy_benchmark_moves_16_byte_vectors(tmp_path: Path) -> None:
     source = (ROOT / "bench" / "copy.co").read_text(encoding="utf-8")
-    cuda = emit_program(analyze(source), "copy.co", self_contained=True)
+    cuda = emit_program(analyze(source, filename="copy.co"), self_contained=True)
     result = nvcc(cuda, tmp_path / "copy.ptx", "-gencode=arch=compute_90a,code=sm_90a", "-ptx")
     assert result.returncode == 0, result.stderr
     ptx = (tmp_path / "copy.ptx").read_text()

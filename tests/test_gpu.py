@@ -75,24 +75,6 @@ def test_a_never_triggered_event_raises_naming_it() -> None:
     np.testing.assert_array_equal(add.add(a, a).get(), a * 2)
 
 
-def test_a_launch_failure_names_the_function() -> None:
-    source = """
-    __co__ f32 [64] too_big(f32 [64] x) {
-      f32 [64] out;
-      parallel b by 1 : block {
-        shared f32 [80000] scratch;
-        parallel t by 64 : thread {
-          scratch.at(t) = x.at(t);
-          out.at(t) = scratch.at(t);
-        }
-      }
-      return out;
-    }
-    """
-    with pytest.raises(ck.ChoreoError, match=r"too_big\(\).*320000 bytes of shared memory"):
-        ck.compile(source, target="cuda").too_big(np.zeros(64, np.float32))
-
-
 ILLEGAL_ADDRESS = """
 import numpy as np, choreo_kernel as ck
 source = '''
@@ -102,19 +84,35 @@ __co__ void wild(global f32 [16] out) {
   }
 }
 '''
-try:
-    ck.compile(source, target="cuda").wild(np.zeros(16, np.float32))
-except ck.ChoreoError as error:
-    print("ChoreoError:", error)
+wild = ck.compile(source, target="cuda").wild
+add = ck.compile(open(ADD).read(), target="cuda").add
+for call in (lambda: wild(np.zeros(16, np.float32)), lambda: wild(np.zeros(16, np.float32)),
+             lambda: add(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32))):
+    try:
+        call()
+        print("returned")
+    except ck.ChoreoError as error:
+        print("ChoreoError:", error)
 """
 
 
-def test_an_illegal_address_names_the_function() -> None:
-    """In its own process: an illegal address leaves the CUDA context unusable."""
+def test_an_illegal_address_names_the_function_and_every_later_call_says_the_gpu_is_lost() -> None:
+    """In its own process: an illegal address leaves the CUDA context unusable. The first call names the
+    function and what to do; every later call says so in one line instead of the driver's error."""
+    add = Path(__file__).parent / "conformance/valid/add_blocks_threads.co"
     result = subprocess.run(
-        [sys.executable, "-c", ILLEGAL_ADDRESS], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", ILLEGAL_ADDRESS.replace("ADD", repr(str(add)))],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert "ChoreoError: wild(): CUDA failed" in result.stdout, result.stdout + result.stderr
+    first, second, third = result.stdout.strip().splitlines()[-3:]
+    assert first.startswith("ChoreoError: wild(): CUDA failed in kernel wild_kernel"), (
+        result.stdout + result.stderr
+    )
+    for line in (first, second, third):
+        assert "cannot be used again in this process: restart the kernel" in line, line
+    assert second == third  # the same one line, whatever is called
 
 
 def test_device_arrays_are_used_in_place() -> None:

@@ -15,29 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kernel_driver import KernelDriver, ok
+from programs import SCALED_ADD
 
 from choreo_kernel.kernel.profile import NO_GPU
 from choreo_kernel.kernel.resources import KernelResources, resources_bundle
-from choreo_kernel.kernel.sweep import difference, grid_points
 from choreo_kernel.kernel.tables import table_bundle
-from choreo_kernel.kernel.timing import BYTES, FLOPS, SIM_DEVICE, Timing, Work, device_named, format_seconds
 from choreo_kernel.kernel.tuning import parse_grid
 from choreo_kernel.profiling.tools import find_tool
+from choreo_kernel.tuning.point import difference
+from choreo_kernel.tuning.sweep import grid_points
+from choreo_kernel.tuning.timing import BYTES, FLOPS, SIM_DEVICE, Timing, Work, device_named, format_seconds
 
-# SCALE changes the result, so a sweep over it has points that differ from the first.
-SCALED_ADD = """\
-#ifndef SCALE
-#define SCALE 1
-#endif
-__co__ f32 [M, N] add(f32 [M, N] a, f32 [M, N] b) {
-  f32 [M, N] out;
-  parallel {i, j} by [M / 16, N / 16] : block {
-    parallel {x, y} by [16, 16] : thread {
-      out.chunkat(i, j).at(x, y) = a.chunkat(i, j).at(x, y) * SCALE + b.chunkat(i, j).at(x, y);
-    }
-  }
-  return out;
-}"""
 DATA = "%%python\nimport numpy as np\na = np.ones((32, 32), np.float32)\nb = np.ones((32, 32), np.float32)"
 
 
@@ -71,13 +59,15 @@ def test_bench_reports_a_bad_line_as_usage(kernel: KernelDriver) -> None:
 
 def test_sweep_shows_progress_a_table_a_plot_and_the_best_defines(kernel: KernelDriver) -> None:
     run = ok(kernel.run("%sweep SCALE=1,1,2 -n 2 -- add(a, b)"))
-    updates = [
-        m["content"]["data"]["text/plain"] for m in run.outputs if m["msg_type"] == "update_display_data"
-    ]
-    assert any("sweep 3/3: SCALE=2" in text for text in updates)
-    assert updates[-1].endswith("3 points in " + updates[-1].split(" points in ")[1])
+    updates = [m["content"]["data"] for m in run.outputs if m["msg_type"] == "update_display_data"]
+    texts = [update["text/plain"] for update in updates]
+    assert "sweep of cell[1]: 2/3 done · SCALE=2: running add(a, b)" in texts
+    assert any(text.startswith("sweep of cell[1]: 3/3 done · SCALE=2: median ") for text in texts)
+    assert any("<progress value='3' max='3'>" in update.get("text/html", "") for update in updates)
+    assert texts[-1].startswith("sweep of cell[1]: 3 points in ")
     progress, table, plot = run.displays()
-    assert progress["text/plain"].endswith("starting")
+    assert progress["text/plain"] == "sweep of cell[1]: 0/3 done · starting"
+    assert texts[0] == "sweep of cell[1]: 0/3 done · starting in this process"
     title, header, _rule, *rows = table["text/plain"].splitlines()
     assert title == "sweep of cell[1]" and header.split()[:2] == ["SCALE", "median"]
     assert rows[0].split()[0] == "1" and rows[0].endswith("reference")
@@ -152,6 +142,8 @@ def test_profile_on_sim_says_in_one_line_that_it_needs_a_gpu(kernel: KernelDrive
         ("%profile -D TILE=4 add(a, b)", "does not use TILE"),
         ("%sweep SCALE=1,2 --metric sm__throughput -- add(a, b)", "sim backend"),
         ("%sweep SCALE=1,2 --metric sm__throughput -- np.sum(a)", "one call of a compiled Choreo function"),
+        ("%sweep SCALE=1,2 --metric sm__throughput --gpus 1 -- add(a, b)", "without --cluster or --gpus"),
+        ("%sweep SCALE=1 --metric=gpu__time_duration --cluster tcp://x:1 -- add(a, b)", "without --cluster"),
     ],
 )
 def test_profile_and_sweep_metric_report_bad_lines_as_usage(
@@ -160,6 +152,19 @@ def test_profile_and_sweep_metric_report_bad_lines_as_usage(
     run = kernel.run(line)
     assert run.status == "error" and run.reply["ename"] == "UsageError"
     assert message in run.reply["evalue"]
+
+
+def test_sweep_metric_profiles_a_function_of_the_swept_cell() -> None:
+    """A function of an earlier cell has one build at every point: its metric could not rank them."""
+    twice = SCALED_ADD.replace("add(", "twice(")
+    with KernelDriver("choreo") as driver:
+        for cell in ("%%choreo --target sim\n" + SCALED_ADD, "%%choreo --target sim\n" + twice, DATA):
+            ok(driver.run(cell))
+        run = driver.run("%sweep SCALE=1,2 --metric sm__throughput -- add(a, b)")
+        assert run.reply["ename"] == "UsageError"
+        assert "add was compiled by an earlier cell" in run.reply["evalue"]
+        run = driver.run("%sweep SCALE=1,2 --metric sm__throughput -- twice(a, b)")
+        assert run.reply["ename"] == "UsageError" and "sim backend" in run.reply["evalue"]
 
 
 TOOLS = find_tool("nvcc") is not None and find_tool("nvdisasm") is not None

@@ -22,7 +22,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from corpus import Program, load, parse_call
+from corpus import Program, load, parse_call, parse_program
 from generators import assert_close, make_arguments, relative_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,7 +33,11 @@ from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.runtime.sim import SimBackend
 from choreo_kernel.runtime.sim.arith import poison_of
 
-SIM_PROGRAMS = [p for p in load("valid") if "sim" in p.targets]
+# The corpus and the CUDA backend's own programs (tests/cuda), each against its REF on the sim.
+SIM_PROGRAMS = [p for p in load("valid") if "sim" in p.targets] + [
+    parse_program(path) for path in sorted((Path(__file__).parent / "cuda").glob("*.co"))
+]
+SIM_PROGRAMS = [p for p in SIM_PROGRAMS if "sim" in p.targets]
 BUGS = Path(__file__).parent / "sim"
 
 

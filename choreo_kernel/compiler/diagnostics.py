@@ -24,10 +24,6 @@ class Span:
     end_line: int
     end_column: int
 
-    def to(self, other: Span) -> Span:
-        """The span that starts where this one starts and ends where `other` ends."""
-        return Span(self.line, self.column, other.end_line, other.end_column)
-
 
 @dataclass(frozen=True)
 class Note:

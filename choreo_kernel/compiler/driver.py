@@ -3,34 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.asyncflow import AsyncFlow
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo, Resolver
-from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, DiagnosticSink, Note, Span
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.resolve import Resolver
+from choreo_kernel.compiler.cuda.emit import lower_program
+from choreo_kernel.compiler.diagnostics import Diagnostic, DiagnosticSink, Note, Span
 from choreo_kernel.compiler.graph.build import build_function_graph
 from choreo_kernel.compiler.graph.checks import check_graph
-from choreo_kernel.compiler.graph.model import Graph
+from choreo_kernel.compiler.graph.graph import Graph
 from choreo_kernel.compiler.parser import parse
 from choreo_kernel.compiler.preprocess import preprocess
+from choreo_kernel.compiler.program import Analysis
 
 TARGETS = ("cuda", "sim")
-
-
-@dataclass
-class Analysis:
-    """The front end's result: the program, what analysis learned per function and the dependency
-    graph its checks read, all diagnostics."""
-
-    program: ast.Program
-    functions: dict[str, FunctionInfo]
-    graphs: dict[str, Graph]
-    diagnostics: list[Diagnostic]
-
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity == ERROR for d in self.diagnostics)
 
 
 def analyze(
@@ -38,8 +24,11 @@ def analyze(
     defines: Mapping[str, object] | None = None,
     target: str = "cuda",
     host_code: bool = True,
+    filename: str = "<source>",
 ) -> Analysis:
-    """Preprocess, parse and analyze `source` for `target`; never raises for bad input."""
+    """Preprocess, parse and analyze `source` for `target`; for cuda, lower it too, so that what
+    analysis accepts also emits and every limit of the lowering is a diagnostic. Never raises for
+    bad input."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     sink = DiagnosticSink()
@@ -65,7 +54,12 @@ def analyze(
     # Only directives and comments (a notebook's macro cell) leave nothing to look for a function in.
     if not program.functions and preprocessed.text.strip() and not sink.has_errors:
         sink.warning("no '__co__' function found", Span(1, 1, 1, 2))
-    return Analysis(program, functions, graphs, _ordered(sink.diagnostics))
+    analysis = Analysis(program, functions, graphs, [], target, filename)
+    if target == "cuda" and not sink.has_errors:
+        analysis.lowered = lower_program(analysis)
+        sink.extend(d for errors in analysis.lowered.errors.values() for d in errors)
+    analysis.diagnostics = _ordered(sink.diagnostics)
+    return analysis
 
 
 def _ordered(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -86,8 +80,8 @@ def check(
     target: str = "cuda",
     filename: str = "<source>",
 ) -> list[Diagnostic]:
-    """All diagnostics (errors and warnings) of `source`, in source order."""
-    return analyze(source, defines, target).diagnostics
+    """All diagnostics (errors and warnings) of `source`, in source order; for cuda, the lowering's too."""
+    return analyze(source, defines, target, filename=filename).diagnostics
 
 
 def resolve_target(target: str) -> str:

@@ -423,6 +423,20 @@ def _apply(op: str, a: int, b: int) -> int:
     return results[op]()
 
 
+def parse_define(text: str) -> tuple[str, object]:
+    """`NAME=VALUE` or `NAME` (as for a C compiler's -D: value 1); integer values become ints.
+    Raises ValueError for anything else."""
+    name, sep, value = text.partition("=")
+    if not name.isidentifier():
+        raise ValueError(f"'{text}' is not NAME or NAME=VALUE")
+    if not sep:
+        return name, 1
+    try:
+        return name, int(value, 0)
+    except ValueError:
+        return name, value
+
+
 def preprocess(
     source: str, sink: DiagnosticSink, defines: Mapping[str, object] | None = None
 ) -> Preprocessed:

@@ -17,7 +17,7 @@ from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.core.interactiveshell import ExecutionResult
 from traitlets import List, Type
 
-import choreo_kernel
+from choreo_kernel.compiler.version import __version__
 from choreo_kernel.kernel.cells import CHOREO, PYTHON, choreo_is_complete, split_cell
 from choreo_kernel.kernel.completion import complete
 from choreo_kernel.kernel.inspection import help_at
@@ -95,17 +95,17 @@ class ChoreoShell(ZMQInteractiveShell):
 
 class ChoreoKernel(IPythonKernel):
     implementation = "choreo-kernel"
-    implementation_version = choreo_kernel.__version__
+    implementation_version = __version__
     language_info = {
         "name": "choreo",
-        "version": choreo_kernel.__version__,
+        "version": __version__,
         "mimetype": "text/x-choreo",
         "file_extension": ".co",
         "codemirror_mode": "choreo",
         "pygments_lexer": "choreo",
     }
     banner = (
-        f"Choreo kernel {choreo_kernel.__version__}: cells are Choreo; start a cell with %%python "
+        f"Choreo kernel {__version__}: cells are Choreo; start a cell with %%python "
         "for Python, where compiled functions are callables and `choreo` is the last module."
     )
     shell_class = Type(ChoreoShell)

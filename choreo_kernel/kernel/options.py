@@ -6,12 +6,11 @@ so the user sees the caret under the word to fix.
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass, field
 
-from choreo_kernel.cli import parse_define
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
+from choreo_kernel.compiler.preprocess import parse_define
 from choreo_kernel.kernel.cells import Cell
 
 TARGETS = ("auto", "sim", "cuda")
@@ -62,7 +61,7 @@ def parse_options(cell: Cell, filename: str) -> CellOptions:
                 try:
                     define_name, define_value = parse_define(value)
                     defines[define_name] = define_value
-                except argparse.ArgumentTypeError:
+                except ValueError:
                     problem(f"'-D {value}' is not -D NAME or -D NAME=VALUE", value, value_start)
             elif value in TARGETS:
                 target = value

@@ -10,10 +10,10 @@ from IPython.display import Image, display
 
 from choreo_kernel.kernel.summary import format_bytes
 from choreo_kernel.kernel.tables import table_bundle
-from choreo_kernel.kernel.timing import device_named, format_seconds
 from choreo_kernel.profiling.profile import Profile
 from choreo_kernel.profiling.report import STALL_REASONS, KernelProfile, LineSamples
 from choreo_kernel.profiling.roofline import RooflinePoint, plot_png
+from choreo_kernel.tuning.timing import device_named, format_seconds
 
 NO_GPU = (
     "%profile runs the call on a GPU under Nsight Compute (ncu), and Choreo runs on the sim backend here "

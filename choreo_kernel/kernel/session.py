@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 from IPython.display import display
 
-import choreo_kernel as ck
+from choreo_kernel import module as choreo_module
 from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
 from choreo_kernel.compiler.driver import resolve_target
 from choreo_kernel.compiler.preprocess import preprocess
@@ -31,20 +30,11 @@ from choreo_kernel.kernel.display import (
 from choreo_kernel.kernel.options import parse_options
 from choreo_kernel.kernel.summary import describe
 from choreo_kernel.module import Module
+from choreo_kernel.tuning.point import SweptSource
 
 SIM_NOTICE = "No CUDA GPU with CuPy here: Choreo functions run on the sim backend (NumPy)."
 # What `--target auto` means in this kernel, when set: runs notebooks on sim on a GPU machine too.
 TARGET_VARIABLE = "CHOREO_TARGET"
-
-
-@dataclass(frozen=True)
-class CompiledCell:
-    """What a Choreo cell was compiled from, so that `%sweep` can compile it again with other defines."""
-
-    source: str
-    defines: dict[str, object]  # earlier cells' macros and the cell's -D options
-    target: str
-    filename: str
 
 
 class CompiledFunction:
@@ -53,7 +43,7 @@ class CompiledFunction:
     def __init__(self, module: Module, name: str) -> None:
         self.module = module
         self.__name__ = name
-        self.__doc__ = describe(module.analysis.functions[name], module.source)
+        self.__doc__ = describe(module.analysis.functions[name], module.source, module.cuda_plan(name))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.module.function(self.__name__)(*args, **kwargs)
@@ -70,7 +60,8 @@ class ChoreoSession:
         self.functions: dict[str, CompiledFunction] = {}
         self.macros: dict[str, object] = {}
         self.module: Module | None = None
-        self.last_cell: CompiledCell | None = None
+        self.last_cell: SweptSource | None = None  # what `%sweep` compiles again, with other defines
+        self.function_sources: dict[str, SweptSource] = {}  # what each function was compiled from
         self._auto_target: str | None = None
         self._sim_notice_shown = False
         shell.set_custom_exc((ChoreoError,), show_choreo_error)
@@ -82,9 +73,10 @@ class ChoreoSession:
         options = parse_options(cell, filename)
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
-        module = ck.compile(cell.masked, defines, target, filename)
+        module = choreo_module.compile(cell.masked, defines, target, filename)
         functions = self._remember(module)
-        self.last_cell = CompiledCell(cell.masked, defines, target, filename)
+        self.last_cell = SweptSource(cell.masked, defines, target, filename)
+        self.function_sources.update(dict.fromkeys(functions, self.last_cell))
         for warning in module.diagnostics:
             print(warning.render(module.source, filename), file=sys.stderr)
         chosen_by_probe = options.target == "auto" and not os.environ.get(TARGET_VARIABLE)

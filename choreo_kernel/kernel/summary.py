@@ -1,30 +1,27 @@
 """One line per compiled function: its signature, kernels, threads per block and shared data.
 
-Everything here is read off the analysis, never guessed: a host-level `parallel` is one
-kernel launch, its block size is what the levels module computes, and shared memory is the
-shared buffers the kernel uses (declared ones and `=> shared` copy destinations). Counts that
-depend on the arguments say so instead of showing a number.
+Everything here is read off the compiler, never guessed: a host-level `parallel` is one kernel
+launch, its block size is the launch model's (compiler/semantics/launch.py), and its shared
+memory is what the CUDA lowering allocates for it. A block size that depends on the arguments
+says so instead of showing a number.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.levels import inner_parallels
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.scope import THREADS_PER_UNIT, Context
-from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Dim, product
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.values import Dim
+from choreo_kernel.compiler.cuda.plan import FunctionPlan
 from choreo_kernel.compiler.preprocess import blank_comments
 
 
 @dataclass
 class Kernel:
-    """One kernel launch: its block size and the bytes of shared data it holds."""
+    """One kernel launch: its block size and the shared memory the CUDA lowering gives it."""
 
-    threads: Dim = 1  # an int, or the text of a size set by the arguments ("N / 4")
-    shared_bytes: int = 0
-    shared_symbolic: bool = False  # some shared buffer's size depends on the arguments
+    threads: Dim  # an int, or the text of a size set by the arguments ("N / 4")
+    shared_bytes: int | None  # None where the function has no CUDA lowering
 
 
 def signature(info: FunctionInfo, source: str) -> str:
@@ -40,71 +37,20 @@ def signature(info: FunctionInfo, source: str) -> str:
     return " ".join(text.split()).removeprefix("__co__").strip()
 
 
-def kernels(info: FunctionInfo) -> list[Kernel]:
-    """The kernels of a function in launch order, with what each one needs per block."""
-    launches = [launch for stmt in info.function.body.body for launch in inner_parallels(stmt)]
-    found = {id(launch.clauses[0]): Kernel() for launch in launches}
-    for context in info.context_of.values():
-        kernel = found.get(id(context.levels[0].clause)) if context.levels else None
-        if kernel is not None:
-            kernel.threads = _larger(kernel.threads, _block_size(context))
-    for clause_id, elem, dims in _shared_buffers(info):
-        kernel = found[clause_id]
-        size = product((ELEMENT_BYTES[elem], *dims))
-        if isinstance(size, int):
-            kernel.shared_bytes += size
-        else:
-            kernel.shared_symbolic = True
-    return list(found.values())
+def kernels(info: FunctionInfo, plan: FunctionPlan | None) -> list[Kernel]:
+    """The kernels of a function in launch order: the launch model's block size, and the bytes of
+    shared memory the CUDA lowering allocates (buffers, events and alignment, as the GPU sees it)."""
+    shared = {id(launch.statement): launch.shared_bytes for launch in plan.launches} if plan else {}
+    launches = info.launches
+    return [
+        Kernel(launches.launch(kernel).block_size, shared.get(id(kernel)) if plan else None)
+        for kernel in launches.structure.kernels
+    ]
 
 
-def _block_size(context: Context) -> Dim:
-    """Threads per block seen from a statement: its sub-block level counts, a warp(group) unit last."""
-    inside = [level for level in context.levels if level.name != "block"]
-    if not inside:
-        return 1
-    return product((*(level.count for level in inside), THREADS_PER_UNIT[inside[-1].name]))
-
-
-def _larger(a: Dim, b: Dim) -> Dim:
-    """The block size seen from the deepest statement; siblings agree (the compiler checks that)."""
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    return b if a == 1 else a
-
-
-def _shared_buffers(info: FunctionInfo) -> list[tuple[int, str, tuple[Dim, ...]]]:
-    """(kernel clause id, element type, dims) of each shared buffer the function uses, once each."""
-    found: dict[int, tuple[int, str, tuple[Dim, ...]]] = {}
-    for symbol in info.symbol_of.values():
-        value = symbol.value
-        counts: tuple[Dim, ...] = ()  # a buffer array holds one buffer per slot
-        if isinstance(value, BufferArray):
-            counts = value.counts
-            value = value.element
-        if isinstance(value, Data) and value.storage == "shared" and isinstance(symbol.declaration, ast.Stmt):
-            context = info.context_of.get(id(symbol.declaration))
-            if context is not None and context.levels:
-                found[id(symbol.declaration)] = (
-                    id(context.levels[0].clause),
-                    value.elem,
-                    (*value.dims, *counts),
-                )
-    for operation in info.operations.values():
-        destination = operation.destination
-        if destination is not None and destination.storage == "shared" and not destination.root:
-            context = info.context_of[id(operation.statement)]
-            found[id(operation.statement)] = (
-                id(context.levels[0].clause),
-                destination.elem,
-                destination.dims,
-            )
-    return list(found.values())
-
-
-def describe(info: FunctionInfo, source: str) -> str:
+def describe(info: FunctionInfo, source: str, plan: FunctionPlan | None) -> str:
     """`f32 [M, N] add(f32 [M, N] a, f32 [M, N] b): 1 kernel, 256 threads/block, no shared memory`."""
-    launches = kernels(info)
+    launches = kernels(info, plan)
     if not launches:
         return f"{signature(info, source)}: no kernel"
     parts = "; ".join(_kernel_text(kernel) for kernel in launches)
@@ -113,11 +59,9 @@ def describe(info: FunctionInfo, source: str) -> str:
 
 
 def _kernel_text(kernel: Kernel) -> str:
-    threads = f"{kernel.threads} threads/block"
-    if kernel.shared_symbolic:
-        shared = "shared memory set by the arguments"
-        if kernel.shared_bytes:
-            shared = f"{format_bytes(kernel.shared_bytes)} shared + more set by the arguments"
+    threads = f"{kernel.threads} thread{'s' * (kernel.threads != 1)}/block"
+    if kernel.shared_bytes is None:
+        shared = "shared memory: no CUDA lowering"
     elif kernel.shared_bytes:
         shared = f"{format_bytes(kernel.shared_bytes)} shared"
     else:

@@ -1,219 +1,76 @@
-"""`%sweep`: compile the last Choreo cell once per point of a grid of defines, time an expression, compare.
+"""`%sweep` in a notebook: how a point's build reaches the expression, and the table and plot of a sweep.
 
-Each point recompiles the cell exactly as it was compiled (its source, the macros of earlier
-cells, its `-D` options, its target) with the point's defines on top, and publishes the
-point's functions under their usual names, so the expression calls the point's build. The
-first point's result is the reference: a point whose result differs has a bug, not a speed,
-so it is flagged and never chosen as the best. Afterwards the cell's own build is back.
+The sweep itself (choreo_kernel/tuning) compiles the last Choreo cell once per point, exactly
+as it was compiled (its source, the macros of earlier cells, its `-D` options, its target)
+with the point's defines on top. In this process the point's functions are published under
+their usual names, so the expression, and any helper it calls, calls the point's build;
+afterwards the cell's own build is back. On a Dask cluster the expression and the values it
+names travel to the workers instead (tuning/shipping.py).
 """
 
 from __future__ import annotations
 
 import io
-import itertools
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import choreo_kernel as ck
-from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
-from choreo_kernel.compiler.preprocess import preprocess
-from choreo_kernel.kernel.session import ChoreoSession, CompiledCell, CompiledFunction
+from choreo_kernel.kernel.session import ChoreoSession, CompiledFunction
 from choreo_kernel.kernel.tables import table_bundle
-from choreo_kernel.kernel.timing import Device, Timing, Work, format_seconds, measure, rate_unit
-
-# NumPy, like matplotlib, is imported where it is used: the kernel imports this module at
-# start-up, and most sessions never sweep.
-if TYPE_CHECKING:
-    import numpy as np
-
-Grid = dict[str, list[object]]
+from choreo_kernel.module import Module
+from choreo_kernel.tuning.point import Bind, Point
+from choreo_kernel.tuning.shipping import CellFunction, PointFunction, PointModule, ShippedExpression, StandIn
+from choreo_kernel.tuning.sweep import InProcess, Sweep
+from choreo_kernel.tuning.timing import format_seconds, rate_unit
 
 
-@dataclass
-class Point:
-    """One point of the sweep: its defines, and its timing or why it has none."""
+def notebook_bind(session: ChoreoSession, code: Any) -> Bind:
+    """Each point's functions (and `choreo`) published in the notebook; the call evaluates `code` there."""
+    namespace = session.shell.user_ns
 
-    defines: dict[str, object]
-    timing: Timing | None = None
-    error: str | None = None  # why the point did not compile or run
-    difference: str | None = None  # how its result differs from the first point's
-    metric: float | None = None  # the profiled metric of `%sweep --metric`
+    def bind(module: Module) -> Callable[[], Any]:
+        session.shell.push(
+            {**{name: CompiledFunction(module, name) for name in module.functions}, "choreo": module}
+        )
+        return lambda: eval(code, namespace)
 
-    @property
-    def label(self) -> str:
-        return " ".join(f"{name}={value}" for name, value in self.defines.items())
-
-    @property
-    def usable(self) -> bool:
-        return self.timing is not None and self.difference is None
+    return bind
 
 
-@dataclass(frozen=True)
-class MetricProbe:
-    """`%sweep --metric NAME`: a metric Nsight Compute measures on each point's build, and which way is better."""
-
-    name: str
-    lower_is_better: bool
-    measure: Callable[[], float]  # raises ChoreoError when it cannot
-
-
-@dataclass
-class Sweep:
-    """Every point in grid order; `best` is the fastest point whose result agrees with the first,
-    or, ranked by a profiled metric, the one whose metric is best."""
-
-    cell_name: str
-    points: list[Point] = field(default_factory=list)
-    unchecked: bool = False  # the expression returned None: there was nothing to compare
-    metric: MetricProbe | None = None
-
-    @property
-    def best(self) -> Point | None:
-        usable = [point for point in self.points if point.usable]
-        if self.metric is None:
-            return min(usable, key=_median, default=None)
-        measured = [(point.metric, point) for point in usable if point.metric is not None]
-        pick = min if self.metric.lower_is_better else max
-        return pick(measured, key=lambda pair: pair[0], default=(None, None))[1]
-
-    def defines_text(self) -> str:
-        """The best point as `#define` lines, to paste into the cell."""
-        best = self.best
-        return "" if best is None else "\n".join(f"#define {n} {v}" for n, v in best.defines.items())
+def shipped_bind(session: ChoreoSession, expression: str) -> ShippedExpression:
+    """The expression and its values for Dask workers: the last cell's functions (and `choreo`) stand
+    for each point's build, the functions of earlier cells are built again from their cells."""
+    assert session.module is not None
+    swept = set(session.module.functions)
+    stand_ins: dict[int, StandIn] = {id(session.module): PointModule()}
+    for name, function in session.functions.items():
+        source = session.function_sources[name]
+        stand_ins[id(function)] = PointFunction(name) if name in swept else CellFunction(source, name)
+    return ShippedExpression(expression, session.shell.user_ns, stand_ins)
 
 
-def _median(point: Point) -> float:
-    assert point.timing is not None
-    return point.timing.median
-
-
-def grid_points(grid: Grid) -> list[dict[str, object]]:
-    """Every combination, the first name varying slowest (as nested loops in the order written)."""
-    names = list(grid)
-    return [dict(zip(names, values)) for values in itertools.product(*grid.values())]
-
-
-def check_cell_takes(cell: CompiledCell, grid: Grid) -> None:
-    """A swept name must reach the program: mentioned in the cell and not fixed by its own `#define`."""
-    first = grid_points(grid)[0]
-    macros = preprocess(cell.source, DiagnosticSink(), {**cell.defines, **first}).macros
-    for name, value in first.items():
-        if not re.search(rf"\b{re.escape(name)}\b", cell.source):
-            raise ValueError(f"{cell.filename} does not use {name}")
-        if macros[name].body.strip() != str(value):
-            raise ValueError(
-                f"{cell.filename} defines {name} itself, so %sweep and %profile -D cannot set it: write "
-                f"'#ifndef {name}' ... '#endif' around its #define"
-            )
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    repeats: int
-    device: Device
-    work: Work | None
-    rtol: float
-    atol: float
-    metric: MetricProbe | None = None
-
-
-def run_sweep(
-    session: ChoreoSession,
-    grid: Grid,
-    expression: str,
-    run: Callable[[], Any],
-    options: SweepOptions,
-    progress: Callable[[str], None],
-) -> Sweep:
-    """Compile, check and time every point; the session's own functions are published again at the end."""
-    cell = session.last_cell
-    assert cell is not None
-    sweep = Sweep(cell.filename, metric=options.metric)
-    reference: np.ndarray | None = None
-    points = grid_points(grid)
-    try:
-        for index, defines in enumerate(points, 1):
-            point = Point(defines)
-            sweep.points.append(point)
-            progress(f"sweep {index}/{len(points)}: {point.label}: compiling")
-            try:
-                module = ck.compile(cell.source, {**cell.defines, **defines}, cell.target, cell.filename)
-                session.shell.push({name: CompiledFunction(module, name) for name in module.functions})
-                progress(f"sweep {index}/{len(points)}: {point.label}: running {expression}")
-                value = host_copy(run())  # also the warm-up: loading the binary is not timed
-                seconds = measure(run, options.repeats, options.device)
-                if options.metric is not None:
-                    progress(f"sweep {index}/{len(points)}: {point.label}: profiling {options.metric.name}")
-                    point.metric = options.metric.measure()
-            except ChoreoError as error:
-                point.error = _first_line(error)
-                continue
-            if value is None:
-                sweep.unchecked = True
-            elif reference is None:
-                reference = value
-            else:
-                point.difference = difference(value, reference, options.rtol, options.atol)
-            point.timing = Timing(expression, seconds, options.device, options.work)
-    finally:
-        session.shell.push({**session.functions, "choreo": session.module})
-    return sweep
-
-
-def host_copy(value: Any) -> np.ndarray | None:
-    """A NumPy copy of a result (a later point may overwrite the same array in place)."""
-    import numpy as np
-
-    if value is None:
-        return None
-    if hasattr(value, "__cuda_array_interface__"):
-        value = value.get()
-    return np.array(value, copy=True)
-
-
-def difference(value: np.ndarray, reference: np.ndarray, rtol: float, atol: float) -> str | None:
-    """None when `value` matches `reference` within the tolerance, else how it differs."""
-    import numpy as np
-
-    if value.shape != reference.shape:
-        return f"shape {value.shape}, the first point's is {reference.shape}"
-    with np.errstate(invalid="ignore"):
-        close = np.isclose(value.astype(np.float64), reference.astype(np.float64), rtol=rtol, atol=atol)
-    wrong = int(close.size - np.count_nonzero(close))
-    return None if wrong == 0 else f"{wrong} of {close.size} values differ from the first point's"
-
-
-def _first_line(error: ChoreoError) -> str:
-    if error.diagnostics:
-        return error.diagnostics[0].message
-    return str(error).strip().splitlines()[0]
+def restore(session: ChoreoSession) -> None:
+    """The functions of the cells as they ran, after a sweep published its points' builds."""
+    session.shell.push({**session.functions, "choreo": session.module})
 
 
 # ---------------------------------------------------------------------------- showing
 
 
 def sweep_table(sweep: Sweep) -> dict[str, str]:
+    """One row per point; ranked by a metric, a column holds it; on a cluster, a column says which
+    worker measured it."""
     names = list(sweep.points[0].defines) if sweep.points else []
     rate_header = _rate_unit(sweep)
-    metric = [sweep.metric.name] if sweep.metric else []
-    headers = [
-        *names,
-        "median",
-        "min",
-        "max",
-        *([rate_header[0]] if rate_header else []),
-        "% peak",
-        *metric,
-        "check",
-    ]
+    on_workers = any(point.worker for point in sweep.points)
+    headers = [*names, "median", "min", "max", *([rate_header[0]] if rate_header else []), "% peak"]
+    headers += [*([sweep.metric.name] if sweep.metric else []), *(["worker"] if on_workers else []), "check"]
     rows, flagged = [], set()
     for index, point in enumerate(sweep.points):
         cells = [str(point.defines[name]) for name in names]
         timing = point.timing
         if timing is None:
-            cells += ["—"] * (len(headers) - len(cells) - 1) + [f"error: {point.error}"]
+            cells += ["—"] * (len(headers) - len(cells) - 1 - on_workers)
+            cells += [*([point.worker or "—"] if on_workers else []), f"error: {point.error}"]
             flagged.add(index)
             rows.append(cells)
             continue
@@ -226,13 +83,19 @@ def sweep_table(sweep: Sweep) -> dict[str, str]:
             cells.append(f"{timing.rate / rate_header[1]:.4g}")
         peak = timing.percent_of_peak
         cells.append("—" if peak is None else f"{peak:.0f}%")
-        if metric:
+        if sweep.metric:
             cells.append("—" if point.metric is None else f"{point.metric:.4g}")
+        if on_workers:
+            cells.append(point.worker or "—")
         if point.difference:
             flagged.add(index)
         cells.append(_check_text(sweep, index, point))
         rows.append(cells)
-    return table_bundle(headers, rows, flagged, f"sweep of {sweep.cell_name}")
+    return table_bundle(headers, rows, flagged, sweep_title(sweep))
+
+
+def sweep_title(sweep: Sweep) -> str:
+    return f"sweep of {sweep.name}" + ("" if sweep.where == InProcess.where else f" {sweep.where}")
 
 
 def _check_text(sweep: Sweep, index: int, point: Point) -> str:
@@ -279,7 +142,7 @@ def plot_png(sweep: Sweep) -> bytes:
     axes.set_xticks(range(len(labels)), labels, fontsize=8)
     axes.set_xlim(-0.6, len(labels) - 0.4)  # room for a failed point, which has no bar
     axes.set_ylabel(f"{unit[0]} (higher is better)" if unit else "median ms (lower is better)")
-    axes.set_title(f"sweep of {sweep.cell_name} (green: best; red: failed or differs)", fontsize=9)
+    axes.set_title(f"{sweep_title(sweep)} (green: best; red: failed or differs)", fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

@@ -2,17 +2,16 @@
 
 They evaluate Python in the notebook's namespace, so an expression calls the compiled
 functions and arrays the user already has; everything they measure they also leave there
-(`_bench`, `_sweep`, `_resources`) for a later cell to plot or assert on.
+(`_bench`, `_sweep`, `_resources`, `_profile`) for a later cell to plot or assert on.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +19,30 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.display import Image, display
 
-import choreo_kernel as ck
-from choreo_kernel.cli import parse_define
 from choreo_kernel.compiler.diagnostics import ChoreoError
+from choreo_kernel.compiler.preprocess import parse_define
 from choreo_kernel.kernel.resources import kernel_resources, resources_bundle, sim_message
-from choreo_kernel.kernel.session import CompiledCell, CompiledFunction, SessionMagics
+from choreo_kernel.kernel.session import CompiledFunction, SessionMagics
 from choreo_kernel.kernel.sweep import (
-    Grid,
-    MetricProbe,
-    Sweep,
-    SweepOptions,
-    check_cell_takes,
+    notebook_bind,
     plot_png,
-    run_sweep,
+    restore,
+    shipped_bind,
     sweep_table,
+    sweep_title,
 )
-from choreo_kernel.kernel.timing import (
+from choreo_kernel.module import Module
+from choreo_kernel.tuning.point import Bind, MetricProbe, SweepSettings, SweptSource
+from choreo_kernel.tuning.sweep import (
+    Grid,
+    InProcess,
+    Runner,
+    Sweep,
+    check_source_takes,
+    grid_points,
+    run_sweep,
+)
+from choreo_kernel.tuning.timing import (
     BYTES,
     FLOPS,
     Device,
@@ -46,13 +53,18 @@ from choreo_kernel.kernel.timing import (
     format_seconds,
     measure,
 )
-from choreo_kernel.module import Module
 
 DEFAULT_REPEATS = 10
 DEFAULT_RTOL = 1e-2
 DEFAULT_ATOL = 1e-2
 # `--flops 2*M*N*K`, `-n 20`, `--rtol=1e-3`: a value is one word or a quoted text.
-_OPTION = re.compile(r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|--metric|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)""")
+_OPTION = re.compile(
+    r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|--metric|--cluster|--gpus|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)"""
+)
+SWEEP_USAGE = (
+    "%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X]"
+    " [--metric M] [--cluster ADDRESS | --gpus N] -- EXPR"
+)
 
 
 @magics_class
@@ -81,55 +93,102 @@ class TuningMagics(SessionMagics):
 
     @line_magic
     def sweep(self, line: str) -> None:
-        """%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X] [--metric M] -- EXPR
+        """%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X] [--metric M] [--cluster ADDRESS | --gpus N] -- EXPR
 
         Compiles the last Choreo cell again for every combination of the values (as `-D`
         defines), runs EXPR once to compare its result with the first point's (np.allclose,
         --rtol and --atol, 1e-2 by default), times it as %bench does, and shows a table, a
-        plot and the best point as `#define` lines. With --metric (an Nsight Compute metric:
-        `sm__throughput` is its % of peak, `gpu__time_duration` its sum, or a full name), each
-        point's call, EXPR = FUNC(ARGS), is also profiled once, and the best point is the one
-        with the highest value (the lowest for durations and cycles). The Sweep object is left
-        in `_sweep`.
+        plot and the best point as `#define` lines. The Sweep object is left in `_sweep`.
+
+        With --metric (an Nsight Compute metric: `sm__throughput` is its % of peak,
+        `gpu__time_duration` its sum, or a full name), each point's call, EXPR = FUNC(ARGS) of a
+        function of the cell, is also profiled once, and the best point is the one with the
+        highest value (the lowest for durations and cycles).
+
+        --cluster ADDRESS sends the points to the Dask scheduler at ADDRESS; --gpus N to a
+        LocalCUDACluster of N workers, one per GPU of this machine (started once, kept for
+        later sweeps). Each worker compiles and times its points on its own GPU; EXPR and the
+        values it names are copied to every worker, with the cell's functions standing for
+        each point's build. (--metric profiles in this process only.)
         """
         head, separator, expression = f" {line}".partition(" -- ")
-        grid_text, options = self._split(head, {"--flops", "--bytes", "-n", "--rtol", "--atol", "--metric"})
+        grid_text, options = self._split(
+            head, {"--flops", "--bytes", "-n", "--rtol", "--atol", "--metric", "--cluster", "--gpus"}
+        )
         if not separator or not expression.strip() or not grid_text:
-            raise UsageError("%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] -- EXPR")
+            raise UsageError(SWEEP_USAGE)
         cell = self.session.last_cell
         if cell is None:
             raise UsageError("%sweep recompiles the last Choreo cell: run one first")
         grid = parse_grid(grid_text)
         try:
-            check_cell_takes(cell, grid)
+            check_source_takes(cell, grid)
         except ValueError as error:
-            raise UsageError(str(error)) from None
+            raise UsageError(f"the last Choreo cell: {error}") from None
         expression = expression.strip()
-        settings = SweepOptions(
+        cluster = self._cluster_options(options)
+        if cluster is not None and "--metric" in options:
+            raise UsageError(
+                "%sweep --metric profiles each point under ncu in this process: "
+                "give it without --cluster or --gpus"
+            )
+        settings = SweepSettings(
+            expression,
             self._repeats(options),
-            self._device(),
             self._work(options),
             float(self._value(options.get("--rtol", str(DEFAULT_RTOL)))),
             float(self._value(options.get("--atol", str(DEFAULT_ATOL)))),
             self._metric_probe(options["--metric"], expression) if "--metric" in options else None,
         )
-        progress = display({"text/plain": f"sweep of {cell.filename}: starting"}, raw=True, display_id=True)
-        start = time.perf_counter()
-        result = run_sweep(
-            self.session,
-            grid,
-            expression,
-            self._runner(expression),
-            settings,
-            lambda text: progress.update({"text/plain": text}, raw=True),
-        )
-        elapsed = time.perf_counter() - start
-        progress.update(
-            {"text/plain": f"sweep of {cell.filename}: {len(result.points)} points in {elapsed:.1f} s"},
-            raw=True,
-        )
+        total = len(grid_points(grid))
+        code = self._compiled(expression)
+        progress = display(_progress_bundle(cell.filename, 0, total, "starting"), raw=True, display_id=True)
+
+        def report(done: int, total: int, text: str) -> None:
+            progress.update(_progress_bundle(cell.filename, done, total, text), raw=True)
+
+        if cluster is None:
+            runner: Runner = InProcess()
+            bind: Bind = notebook_bind(self.session, code)
+        else:
+            report(
+                0,
+                total,
+                "connecting to Dask" if cluster[0] else f"starting {cluster[1]} Dask workers, one per GPU",
+            )
+            runner, bind = self._dask_runner(*cluster, expression)
+        report(0, total, f"starting {runner.where}")
+        try:
+            result = run_sweep(cell, grid, bind, settings, runner, report)
+        finally:
+            restore(self.session)
+        summary = f"{sweep_title(result)}: {len(result.points)} points in {result.seconds:.1f} s"
+        progress.update({"text/plain": summary}, raw=True)
         self._namespace["_sweep"] = result
         show_sweep(result)
+
+    def _cluster_options(self, options: dict[str, str]) -> tuple[str | None, int | None] | None:
+        """(--cluster ADDRESS, --gpus N), or None to sweep in this process."""
+        if "--cluster" in options and "--gpus" in options:
+            raise UsageError("give --cluster ADDRESS or --gpus N, not both")
+        if "--cluster" in options:
+            return options["--cluster"], None
+        if "--gpus" in options:
+            gpus = int(self._value(options["--gpus"]))
+            if gpus < 1:
+                raise UsageError("--gpus needs at least 1 GPU")
+            return None, gpus
+        return None
+
+    def _dask_runner(self, address: str | None, gpus: int | None, expression: str) -> tuple[Runner, Bind]:
+        """Dask workers, and the expression with its values as they will receive them."""
+        from choreo_kernel.tuning.cluster import ClusterError, connect
+
+        try:
+            bind = shipped_bind(self.session, expression)
+            return connect(address, gpus), bind
+        except (ClusterError, ValueError) as error:
+            raise UsageError(str(error)) from None
 
     @line_magic
     def resources(self, line: str) -> None:
@@ -220,12 +279,14 @@ class TuningMagics(SessionMagics):
                 return Work(float(self._value(options[flag])), unit)
         return None
 
-    def _runner(self, expression: str) -> Callable[[], Any]:
+    def _compiled(self, expression: str) -> Any:
         try:
-            code = compile(expression, "<expression>", "eval")
+            return compile(expression, "<expression>", "eval")
         except SyntaxError as error:
             raise UsageError(f"not a Python expression: {expression} ({error.msg})") from None
-        namespace = self._namespace
+
+    def _runner(self, expression: str) -> Callable[[], Any]:
+        code, namespace = self._compiled(expression), self._namespace
         return lambda: eval(code, namespace)
 
     def _call_bytes(self, expression: str, result: Any) -> int:
@@ -269,37 +330,42 @@ class TuningMagics(SessionMagics):
         return eval(compile(ast.Expression(node), "<argument>", "eval"), self._namespace)
 
     def _metric_probe(self, metric: str, expression: str) -> MetricProbe:
-        """`--metric`: profiles the call EXPR makes, with whatever build of its function is published then."""
+        """`--metric`: each point's build of the function EXPR calls, profiled on EXPR's arguments."""
         from choreo_kernel.kernel.profile import NO_GPU
         from choreo_kernel.profiling import profile as profiling
         from choreo_kernel.profiling.tools import ToolMissing
 
-        self._call(expression, "%sweep --metric")  # EXPR must be one call of a compiled function
+        function, _, _ = self._call(expression, "%sweep --metric")
+        if function.module is not self.session.module:  # its build would be the same at every point
+            raise UsageError(
+                f"%sweep --metric profiles a function of the last Choreo cell, and {function.__name__} "
+                "was compiled by an earlier cell"
+            )
         if self.session.auto_target != "cuda":
             raise UsageError(f"%sweep --metric: {NO_GPU}")
         name = profiling.metric_name(metric)
 
-        def measure() -> float:
-            function, args, kwargs = self._call(expression)
-            call = saved_call(function.module, function.__name__, args, kwargs)
+        def measure(module: Module) -> float:
+            _, args, kwargs = self._call(expression, "%sweep --metric")
+            call = saved_call(module, function.__name__, args, kwargs)
             try:
-                return profiling.measure_metric(call, function.module.kernels(function.__name__), name)
+                return profiling.measure_metric(call, module.kernels(function.__name__), name)
             except (ToolMissing, profiling.ProfileFailed) as problem:
                 raise ChoreoError.simple(f"--metric {name}: {problem}") from None
 
         return MetricProbe(name, profiling.lower_is_better(name), measure)
 
     def _module_with(self, function: CompiledFunction, overrides: dict[str, object]) -> Module:
-        """The function's module, compiled again with `overrides` in place of its cell's values."""
+        """The function's module, compiled again for cuda with `overrides` in place of its cell's values."""
         module = function.module
         if not overrides:
             return module
-        cell = CompiledCell(module.source, module.defines, module.target, module.filename)
+        swept = SweptSource(module.source, module.defines, "cuda", module.filename)
         try:
-            check_cell_takes(cell, {name: [value] for name, value in overrides.items()})
+            check_source_takes(swept, {name: [value] for name, value in overrides.items()})
         except ValueError as error:
             raise UsageError(str(error)) from None
-        return ck.compile(module.source, {**module.defines, **overrides}, "cuda", module.filename)
+        return swept.compile(overrides)
 
     def _function(self, text: str) -> CompiledFunction:
         value = self._namespace.get(text)
@@ -355,7 +421,7 @@ def parse_profile_line(line: str) -> ProfileOptions:
         else:
             try:
                 name, define = parse_define(value)
-            except argparse.ArgumentTypeError as error:
+            except ValueError as error:
                 raise UsageError(f"-D {error}") from None
             options.defines[name] = define
     expression = " ".join(words[index:])
@@ -383,6 +449,15 @@ def profile_report_path(report: str | None, function: str, defines: dict[str, ob
     name = report or function + "".join(f"_{key}{value}" for key, value in defines.items())
     path = Path(name)
     return (path if path.suffix == ".ncu-rep" else path.with_name(path.name + ".ncu-rep")).resolve()
+
+
+def _progress_bundle(name: str, done: int, total: int, text: str) -> dict[str, str]:
+    """A progress bar (HTML `<progress>`, so no widget library is needed) over the latest step."""
+    line = f"sweep of {name}: {done}/{total} done · {text}"
+    return {
+        "text/plain": line,
+        "text/html": f"<progress value='{done}' max='{total}'></progress> <code>{escape(line)}</code>",
+    }
 
 
 def show_sweep(result: Sweep) -> None:

@@ -7,7 +7,7 @@ the two lists cannot drift apart.
 
 from __future__ import annotations
 
-from choreo_kernel.compiler.analysis.resolve import BUILTINS, MATH_BUILTINS
+from choreo_kernel.compiler.analysis.builtins import BUILTINS, MATH_BUILTINS
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES
 from choreo_kernel.compiler.parser import TYPE_ALIASES
 

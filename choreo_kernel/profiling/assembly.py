@@ -161,7 +161,7 @@ def _mark(location: Location, source_map: SourceMap) -> str:
         return f"// {PurePosixPath(location.file).name}, line {location.line}"
     line = source_map.choreo_line(location.line)
     if line is None:
-        return "// (kernel set-up: no Choreo statement)"
+        return "// (kernel set-up or end: no Choreo statement)"
     return f"// line {line}: {source_map.text(line)}"
 
 

@@ -12,7 +12,7 @@ import pickle
 import sys
 from pathlib import Path
 
-import choreo_kernel as ck
+from choreo_kernel import module as choreo_module
 from choreo_kernel.compiler.cuda import HEADER, header_text
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.profiling.call import CHILD_ERROR, RESULT, Call
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     spec = Path(argv[0])
     call: Call = pickle.loads(spec.read_bytes())
     try:
-        module = ck.compile(call.source, call.defines, "cuda", call.filename)
+        module = choreo_module.compile(call.source, call.defines, "cuda", call.filename)
         (spec.parent / UNIT).write_text(module.cuda_source, encoding="utf-8")
         (spec.parent / HEADER).write_text(header_text(), encoding="utf-8")
         module.function(call.function)(*call.args, **call.kwargs)

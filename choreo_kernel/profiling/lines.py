@@ -4,8 +4,10 @@ The CUDA backend starts every lowered statement with `// line N: <statement>` an
 statement emitted away from its own block with a trailing `// line N` (compiler/cuda/writer.py),
 so a CUDA line belongs to the comment on it or to the nearest one above it in its kernel. The
 lines of a kernel before its first such comment are the kernel's own set-up (its signature,
-shared memory), and the generated wgmma wrappers belong to no Choreo line: they are inlined
-where a statement calls them, and that call site is what nvdisasm and Nsight Compute report.
+shared memory, `choreo::block_starts`), its last lines from `choreo::block_ends` its own end (a
+block that gave up on a wait lets its loads land), and the generated wgmma wrappers belong to no
+Choreo line: they are inlined where a statement calls them, and that call site is what nvdisasm
+and Nsight Compute report.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from choreo_kernel.runtime.cuda import UNIT
 
 _STATEMENT = re.compile(r"^\s*// line (\d+):")
 _TRAILING = re.compile(r"\S.*// line (\d+)\s*$")
-_NO_STATEMENT = re.compile(r"__global__|^namespace choreo")  # a kernel or the wrappers start here
+# A kernel starts, a kernel's body ends, or the wrappers start.
+_NO_STATEMENT = re.compile(r"__global__|^\s*choreo::block_ends\(|^namespace choreo")
 
 
 def is_unit(path: str) -> bool:

@@ -11,8 +11,12 @@ architecture, the NVRTC options and version, and this package's version. Files a
 to a temporary name and renamed into place, so concurrent processes never read half a file.
 
 A wait on an event gives up after `$CHOREO_WAIT_TIMEOUT` seconds (default 2): the kernel records
-which wait in host memory and lets every other wait fall through, so the launch ends and the
-call raises, leaving the CUDA context usable (a trap would poison it for the whole process).
+which wait in host memory, every later wait of the launch gives up at once and no more TMA loads
+are issued, so the launch ends and the call raises, leaving the CUDA context usable (a trap would
+poison it for the whole process). The host waits for a launch only so long
+(`$CHOREO_HOST_TIMEOUT`, default 60 s). Where a failure does poison the context (an illegal
+address, a kernel that never ends), every later call says so in one line instead of failing
+with the driver's error.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import json
 import os
 import struct
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,15 +36,22 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
-from choreo_kernel.compiler.cuda.host import NotEvaluable, evaluate, shape
 from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScalar, KernelParameter, Launch
 from choreo_kernel.compiler.diagnostics import ChoreoError
-from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.program import Analysis
+from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
+from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
 
 WAIT_TIMEOUT_S = float(os.environ.get("CHOREO_WAIT_TIMEOUT", "2"))
+HOST_TIMEOUT_S = float(os.environ.get("CHOREO_HOST_TIMEOUT", str(max(60.0, 10 * WAIT_TIMEOUT_S))))
+# CUDA errors after which the process's context is unusable (cudaError_t values).
+STICKY_ERRORS = frozenset({700, 701, 702, 710, 714, 715, 716, 717, 718, 719, 720, 999})
+SPIN_S = 2e-4  # how long the host checks a launch without sleeping
+NOT_READY = 600  # cudaErrorNotReady: the stream still has work
+_lost_context: list[str] = []  # why this process's CUDA context became unusable, once it has
 MAX_GRID = (2**31 - 1, 65535, 65535)
 UNIT = "choreo.cu"  # NVRTC's name for the emitted CUDA: the file its line info (and ncu) names
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
@@ -122,8 +134,6 @@ def cubin_path(source: str, cache_dir: Path | None = None) -> Path:
 def _cached_cubin(source: str, cache_dir: Path | None) -> tuple[str, Path]:
     _cupy()
     from cupy.cuda import nvrtc  # type: ignore[import-not-found]
-
-    from choreo_kernel import __version__
 
     arch = architecture()
     options = nvrtc_options(arch)
@@ -257,6 +267,8 @@ class CudaFunction:
         return f"<choreo cuda function {self.name}>"
 
     def __call__(self, *args: Any) -> Any:
+        if _lost_context:
+            raise ChoreoError.simple(_lost_context[0])
         cupy = self.backend.cupy
         arguments = [_as_array_like(cupy, value) for value in args]
         bound = bind_arguments(self.plan.function, arguments)
@@ -353,23 +365,54 @@ class CudaFunction:
         return _scalar(value, parameter.element)
 
     def _synchronize(self, cupy: Any) -> None:
+        """Wait for the launches, at most HOST_TIMEOUT_S: a kernel that never ends is an error too."""
+        stream = cupy.cuda.get_current_stream()
+        start = time.monotonic()
+        delay = 1e-5
         try:
-            cupy.cuda.get_current_stream().synchronize()
+            while not _finished(cupy, stream):
+                waited = time.monotonic() - start
+                if waited > HOST_TIMEOUT_S:
+                    raise self._lost(
+                        f"the kernel has not finished after {HOST_TIMEOUT_S:g} s (a barrier its threads never "
+                        "all reach?), and the GPU is still running it"
+                    )
+                if waited > SPIN_S:
+                    time.sleep(delay)
+                    delay = min(2 * delay, 1e-3)
+            stream.synchronize()
+        except ChoreoError:
+            raise
         except Exception as error:
             raise self._cuda_error(error, None) from None
         self._check_waits()
 
+    def _lost(self, why: str) -> ChoreoError:
+        """The error for a failure that leaves this process's CUDA context unusable; later calls repeat it."""
+        message = (
+            f"{self.name}(): {why}. The GPU cannot be used again in this process: restart the kernel "
+            "(Kernel > Restart Kernel) or the Python process; target 'sim' still runs."
+        )
+        _lost_context.append(message)
+        return ChoreoError.simple(message)
+
     def _check_waits(self) -> None:
+        timed_out = self._timed_out()
+        if timed_out is not None:
+            raise timed_out
+
+    def _timed_out(self) -> ChoreoError | None:
+        """The error for a wait of the last launches that gave up (the status it left is cleared)."""
         status = self.backend.status
         if not status[0]:
-            return
+            return None
         site_index = int(status[1])
         status[:] = 0
         sites = self.plan.wait_sites
         site = sites[site_index] if site_index < len(sites) else None
         where = f" at line {site.line} ({site.text})" if site else ""
         event = f"event '{site.event}'" if site else "an event"
-        raise ChoreoError.simple(
+        return ChoreoError.simple(
             f"{self.name}(): a wait on {event}{where} gave up after {WAIT_TIMEOUT_S:g} s: the event's generation "
             "never completed (a deadlock: check that every thread that should trigger it does)"
         )
@@ -377,10 +420,7 @@ class CudaFunction:
     def _cuda_error(self, error: Exception, launch: Launch | None) -> ChoreoError:
         if isinstance(error, ChoreoError):
             return error
-        try:
-            self._check_waits()
-        except ChoreoError as timed_out:
-            return timed_out
+        timed_out = self._timed_out()
         kernel = (
             f" in kernel {launch.kernel} (the parallel at line {launch.statement.span.line})"
             if launch
@@ -391,6 +431,11 @@ class CudaFunction:
             if launch and launch.shared_bytes
             else ""
         )
+        if getattr(error, "status", None) in STICKY_ERRORS:
+            after = f" ({timed_out.message.partition('(): ')[2]})" if timed_out else ""
+            return self._lost(f"CUDA failed{kernel}{shared}: {error}{after}")
+        if timed_out is not None:
+            return timed_out
         return ChoreoError.simple(f"{self.name}(): CUDA failed{kernel}{shared}: {error}")
 
     def _result(self, values: dict[Symbol, Any]) -> Any:
@@ -405,6 +450,18 @@ class CudaFunction:
 
 
 # ---------------------------------------------------------------------------- marshalling
+
+
+def _finished(cupy: Any, stream: Any) -> bool:
+    """Whether the stream's work is done; a launch that failed raises here (`stream.done` only says no)."""
+    status = cupy.cuda.runtime.streamQuery(stream.ptr)
+    if isinstance(status, bool):
+        return status
+    if status == NOT_READY:
+        return False
+    if status:
+        stream.synchronize()  # raises the launch's error
+    return True
 
 
 def _as_array_like(cupy: Any, value: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import INT_TYPES, fold
 from choreo_kernel.compiler.diagnostics import ChoreoError
-from choreo_kernel.compiler.source_text import expression, expressions
+from choreo_kernel.compiler.printer import expression, expressions
 from choreo_kernel.runtime.dtypes import element_type_of
 
 _DIM_OPS = ("+", "-", "*", "/", "%")

@@ -12,17 +12,17 @@ indexed, and whether a ring's order restarts while its events live on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.arrivals import direct_arrivals
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
-from choreo_kernel.compiler.analysis.levels import const_int
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, FutureInfo, Symbol
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note
-from choreo_kernel.compiler.source_text import expression, expressions
+from choreo_kernel.compiler.printer import expression, expressions
+from choreo_kernel.compiler.semantics.evaluate import constant, constant_count
+from choreo_kernel.compiler.semantics.levels import Storage
 
 PENDING = "pending"  # issued, not yet consumed
 USED = "used"  # issued and named in an `after` clause: consumed for the never-consumed rule
@@ -68,7 +68,7 @@ class AsyncFlow(ForwardFlow[State]):
         body = self.info.function.body
         self._collect(body, ())
         self._check_events()
-        self._block(body.body, {})
+        self._walk(body.body, {})
 
     # ------------------------------------------------------ whole-function facts
 
@@ -81,7 +81,7 @@ class AsyncFlow(ForwardFlow[State]):
                     self.event_uses.append(use)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
             symbol = self.info.symbol_of.get(id(stmt.target))
-            if symbol is not None and symbol.mutable and const_int(stmt.value) is not None:
+            if symbol is not None and symbol.mutable and constant(stmt.value) is not None:
                 self.constant_resets.append((symbol, loops))
         inner = (*loops, stmt) if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)) else loops
         for child in ast.child_statements(stmt):
@@ -100,7 +100,7 @@ class AsyncFlow(ForwardFlow[State]):
     def _check_events(self) -> None:
         triggered = {use.event for use in self.event_uses if use.is_trigger}
         for event in self.info.events:
-            self._check_arrival_count(event, [use for use in self.event_uses if use.event is event])
+            self._check_arrival_count(event)
         ring_events = {use.event for use in self.event_uses if use.form == "at"}
         for use in self.event_uses:
             event = use.event
@@ -122,20 +122,21 @@ class AsyncFlow(ForwardFlow[State]):
                     use.expr.span,
                 )
 
-    def _check_arrival_count(self, event: Symbol, uses: list[EventUse]) -> None:
+    def _check_arrival_count(self, event: Symbol) -> None:
         """`event<N>` states the arrival count; warn when it differs from the count derived from the scopes."""
-        declaration = event.declaration
-        stated = declaration.arrival_count if isinstance(declaration, ast.EventDecl) else None
-        triggers = [
-            u for u in uses if u.is_trigger and isinstance(u.statement, ast.Trigger) and not u.statement.after
-        ]
-        if stated is None or not triggers:
+        arrivals = self.info.arrivals.get(event)
+        if arrivals is None or arrivals.stated is None or not arrivals.direct:
             return
-        derived = direct_arrivals(self.info.context_of[id(u.statement)] for u in triggers)
-        if derived is not None and derived != stated:
+        derived = arrivals.derived
+        if derived is not None and derived != arrivals.stated:
+            who = (
+                "threads trigger it"
+                if all(site.unit == 1 for site in arrivals.sites)
+                else "instances trigger it"
+            )
             self.sink.warning(
-                f"event '{event.name}' states {stated} arrivals (event<{stated}>), but {derived} threads trigger it "
-                f"directly; the stated count wins",
+                f"event '{event.name}' states {arrivals.stated} arrivals (event<{arrivals.stated}>), but {derived} "
+                f"{who} directly; the stated count wins",
                 event.span,
             )
 
@@ -176,7 +177,7 @@ class AsyncFlow(ForwardFlow[State]):
             return
         order = use.expr.args[0]
         size = dims[0]
-        if isinstance(order, ast.Binary) and order.op == "%" and const_int(order.right) == size:
+        if isinstance(order, ast.Binary) and order.op == "%" and constant(order.right) == size:
             self.sink.error(
                 f"'{expression(use.expr)}' reduces the order modulo the ring size {size}, which discards the "
                 f"phase: pass the order itself (slot and phase are derived from it) or keep it modulo "
@@ -283,11 +284,14 @@ class AsyncFlow(ForwardFlow[State]):
         if isinstance(stmt, ast.Trigger):
             return self._trigger(stmt, state)
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
-            rotate_futures(self.info, stmt.expr, state)  # the futures move with their states
+            rotate_futures(self.info, stmt.expr, state, frozenset())  # the futures move with their states
         return state
 
     def _copy(self, state: State) -> State:
         return dict(state)
+
+    def _key(self, state: State) -> Hashable:
+        return frozenset(state.items())
 
     def _join(self, a: State, b: State) -> State:
         joined = dict(a)
@@ -386,7 +390,11 @@ class AsyncFlow(ForwardFlow[State]):
             )
         for target in stmt.targets:
             use = self._event_use(target, stmt, True, ())
-            if use is not None and isinstance(use.event.value, Event) and use.event.value.storage != "shared":
+            if (
+                use is not None
+                and isinstance(use.event.value, Event)
+                and use.event.value.storage != Storage.SHARED
+            ):
                 self.sink.error(
                     f"'trigger {expression(target)} after ...': '{use.event.name}' is a {use.event.value.storage} "
                     "event, but an operation's completion can only be bound to one shared event",
@@ -461,7 +469,7 @@ class AsyncFlow(ForwardFlow[State]):
 
 def _trip_count(loop: ast.Stmt) -> int | None:
     if isinstance(loop, ast.Foreach):
-        return const_int(loop.extent)
+        return constant_count(loop.extent)
     return None
 
 

@@ -6,9 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import Dim, Symbol
-
-LEVEL_RANK = {"cluster": -1, "block": 0, "group-4": 1, "group": 2, "thread": 3}
-THREADS_PER_UNIT = {"group-4": 128, "group": 32, "thread": 1}
+from choreo_kernel.compiler.semantics.levels import Level
 
 
 class Scope:
@@ -36,10 +34,10 @@ class Scope:
 
 
 @dataclass(frozen=True)
-class Level:
-    """One parallel level entered on the way to a statement."""
+class LevelScope:
+    """One parallel level entered on the way to a statement: its kind, its count, its clause."""
 
-    name: str  # block, group-4, group, thread
+    level: Level
     count: Dim
     clause: ast.ParallelClause
 
@@ -48,7 +46,7 @@ class Level:
 class Context:
     """Where a statement sits: the parallel levels around it, its async path, its loops."""
 
-    levels: tuple[Level, ...] = ()
+    levels: tuple[LevelScope, ...] = ()
     path: ast.InThreads | None = None
     in_inthreads: bool = False
     loops: tuple[ast.Stmt, ...] = field(default=())
@@ -59,13 +57,13 @@ class Context:
         return bool(self.levels)
 
     @property
-    def level_names(self) -> tuple[str, ...]:
-        return tuple(level.name for level in self.levels)
+    def level_kinds(self) -> tuple[Level, ...]:
+        return tuple(scope.level for scope in self.levels)
 
     @property
     def below_block(self) -> bool:
         """Inside a group-4, group or thread level: per-thread code."""
-        return any(LEVEL_RANK[level.name] > 0 for level in self.levels)
+        return any(scope.level.rank > Level.BLOCK.rank for scope in self.levels)
 
     @property
     def in_block(self) -> bool:

@@ -7,10 +7,12 @@ when both are known, so symbolic programs are never rejected on a guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler.diagnostics import Span
+from choreo_kernel.compiler.semantics import cint
+from choreo_kernel.compiler.semantics.levels import Storage
 
 if TYPE_CHECKING:
     from choreo_kernel.compiler import ast
@@ -52,8 +54,7 @@ def fold(op: str, a: Dim, b: Dim) -> Dim:
             return a * b
         if b == 0:
             return f"{a} {op} 0"
-        quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
-        return quotient if op == "/" else a - quotient * b
+        return cint.divide(a, b) if op == "/" else cint.remainder(a, b)
     if op == "/" and a == b:
         return 1
     if op in ("*", "/") and b == 1:
@@ -139,7 +140,7 @@ class Data(Value):
 
     elem: str
     dims: tuple[Dim, ...]
-    storage: str
+    storage: Storage
     root: str
 
     def describe(self) -> str:
@@ -204,7 +205,7 @@ class Future(Value):
 class Event(Value):
     dims: tuple[Dim, ...]
     ready: bool
-    storage: str
+    storage: Storage
 
     def describe(self) -> str:
         return "event" if not self.dims else f"event array {shape_text(self.dims)}"
@@ -237,10 +238,10 @@ class Fragment(Value):
 
 
 @dataclass(frozen=True)
-class Storage(Value):
+class StorageKeyword(Value):
     """`shared` / `local` as a copy destination: the compiler allocates the buffer."""
 
-    storage: str
+    storage: Storage
 
 
 @dataclass(frozen=True)
@@ -268,4 +269,48 @@ class Symbol:
     origin: str = ""  # "param", "dim", "parallel", "foreach", "with", "local"...
     future: FutureInfo | None = None
     accumulator_shape: tuple[Dim, ...] | None = None
-    depends_on: frozenset[str] = field(default_factory=frozenset)
+
+
+def promote(a: str, b: str) -> str | None:
+    """C-like promotion of two element types (f16/bf16 arithmetic happens in f32)."""
+    order = (
+        "f64",
+        "f32",
+        "tf32",
+        "bf16",
+        "f16",
+        "f8_e4m3",
+        "f8_e5m2",
+        "u64",
+        "s64",
+        "u32",
+        "s32",
+        "u16",
+        "s16",
+        "u8",
+        "s8",
+        "bool",
+    )
+    if a not in order or b not in order:
+        return None
+    best = min(order.index(a), order.index(b))
+    result = order[best]
+    if result in ("bf16", "f16", "tf32", "f8_e4m3", "f8_e5m2") and a != b:
+        return "f32"
+    if result in ("u16", "s16", "u8", "s8", "bool"):
+        return "s32"
+    return result
+
+
+def known_mismatch(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
+    if len(a) != len(b):
+        return True
+    return any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a, b))
+
+
+def known_count_mismatch(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
+    """Two shapes hold different element counts (when both counts are known)."""
+    count_a, count_b = product(a), product(b)
+    if isinstance(count_a, int) and isinstance(count_b, int):
+        return count_a != count_b
+    return False

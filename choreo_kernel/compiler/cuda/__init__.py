@@ -3,14 +3,8 @@
 No CuPy here: the runtime (choreo_kernel/runtime/cuda.py) compiles and launches what this emits.
 """
 
-from choreo_kernel.compiler.cuda.emit import (
-    HEADER,
-    LoweredProgram,
-    emit_program,
-    header_text,
-    inline_header,
-    lower_program,
-)
+from choreo_kernel.compiler.cuda.emit import HEADER, emit_program, header_text, inline_header, lower_program
+from choreo_kernel.compiler.cuda.plan import LoweredProgram
 
 __all__ = [
     "HEADER",

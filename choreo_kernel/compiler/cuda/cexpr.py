@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from choreo_kernel.compiler.semantics import cint
+
 PRIMARY = 15
 UNARY = 14
 TERNARY = 3
@@ -66,34 +68,6 @@ ZERO = const(0)
 ONE = const(1)
 
 
-def c_divide(a: int, b: int) -> int:
-    """C integer division: truncation toward zero."""
-    quotient = abs(a) // abs(b)
-    return quotient if (a < 0) == (b < 0) else -quotient
-
-
-def fold_int(op: str, a: int, b: int) -> int | None:
-    """`a op b` on C ints, or None where C leaves it undefined or it is not arithmetic."""
-    if op in ("/", "%") and b == 0:
-        return None
-    if op in ("<<", ">>") and not 0 <= b < 32:
-        return None
-    results = {
-        "+": lambda: a + b,
-        "-": lambda: a - b,
-        "*": lambda: a * b,
-        "/": lambda: c_divide(a, b),
-        "%": lambda: a - c_divide(a, b) * b,
-        "<<": lambda: a << b,
-        ">>": lambda: a >> b,
-        "&": lambda: a & b,
-        "|": lambda: a | b,
-        "^": lambda: a ^ b,
-    }
-    compute = results.get(op)
-    return compute() if compute is not None else None
-
-
 def _wrap(operand: CExpr, parent: str, right: bool) -> str:
     precedence = _BINARY_PRECEDENCE[parent]
     needs = operand.precedence < precedence or (right and operand.precedence == precedence)
@@ -105,7 +79,7 @@ def _wrap(operand: CExpr, parent: str, right: bool) -> str:
 def binary(op: str, a: CExpr, b: CExpr) -> CExpr:
     """`a op b`, folded where both sides are known integers or one side is an identity."""
     if a.value is not None and b.value is not None:
-        folded = fold_int(op, a.value, b.value)
+        folded = cint.arithmetic(op, a.value, b.value)
         if folded is not None:
             return const(folded)
     if op == "+":

@@ -12,8 +12,11 @@
 #ifndef CHOREO_WAIT_TIMEOUT_NS
 #define CHOREO_WAIT_TIMEOUT_NS 2000000000ull
 #endif
-// After this long a waiting thread also checks whether another wait has already given up.
+// After this long a waiting thread also checks whether another block has already given up.
 #define CHOREO_WAIT_POLL_NS 1000000ull
+// How long a block that gave up lets the TMA loads it issued before land, so none still writes its
+// shared memory when it exits (they take microseconds).
+#define CHOREO_DRAIN_NS 100000ull
 
 namespace choreo {
 
@@ -109,6 +112,13 @@ CHOREO_DEVICE unsigned shared_address(const void* pointer) {
 
 // ------------------------------------------------------------------------- barriers
 
+// Whether this block has given up on a wait, or learned that another block of the launch did. Once it
+// has, the block's later waits return at once and it issues no more TMA loads; every thread runs the
+// rest of the kernel (its barriers stay matched, and the copies and MMAs it waits for itself complete),
+// the kernel ends, and the host raises the error. A wait never traps: a trap would lose the process's
+// CUDA context, and every later call with it.
+__shared__ unsigned block_failed;
+
 // bar.sync id, threads: named barrier `id` (1..15; 0 is __syncthreads) for `threads` threads, whole warps.
 CHOREO_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -148,6 +158,7 @@ CHOREO_DEVICE void mbarrier_arrive_warp(mbarrier* bar) {
 // `bytes` still to land; the phase completes when the arrivals are in and the copy engine has counted
 // all those bytes down (complete_tx).
 CHOREO_DEVICE void mbarrier_arrive_expect_tx(mbarrier* bar, unsigned bytes) {
+  if (block_failed) return;  // no more loads once the block has given up (their waits return at once)
   asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
                "r"(bytes)
                : "memory");
@@ -182,20 +193,51 @@ CHOREO_DEVICE void report_timeout(Status* status, unsigned site) {
   __threadfence_system();
 }
 
-// wait on an event generation: the phase of `parity` on `bar`. A wait is bounded: after
-// CHOREO_WAIT_TIMEOUT_NS it reports `site` and returns, and it returns early once another wait of the
-// launch has given up, so a deadlock becomes an error on the host instead of a hung GPU.
-__device__ inline void event_wait(mbarrier* bar, unsigned parity, Status* status, unsigned site) {
-  if (mbarrier_try_wait_parity(bar, parity)) return;
+CHOREO_DEVICE unsigned launch_failed(Status* status) { return static_cast<volatile Status*>(status)->failed; }
+
+// This block gives up: its later waits return at once (false, for the wait that gave up).
+CHOREO_DEVICE bool give_up() {
+  block_failed = 1;
+  return false;
+}
+
+// At the start of a block: whether to run it at all. A block that starts after another has given up does
+// nothing; one thread reads the host-visible status and the block's threads decide alike.
+CHOREO_DEVICE bool block_starts(Status* status) {
+  if (threadIdx.x == 0) block_failed = launch_failed(status);
+  __syncthreads();
+  return !block_failed;
+}
+
+// At the end of a block: if it gave up, let the TMA loads it issued before that land before it exits.
+CHOREO_DEVICE void block_ends() {
+  if (!block_failed) return;
   const unsigned long long start = global_timer_ns();
+  while (global_timer_ns() - start < CHOREO_DRAIN_NS) {
+  }
+}
+
+// wait on an event generation: the phase of `parity` on `bar`; false if the block gave up on it. A wait
+// is bounded: after CHOREO_WAIT_TIMEOUT_NS it reports `site` and gives up, and it gives up at once when
+// the block already has, or (checked every CHOREO_WAIT_POLL_NS) when another block has, so a deadlock
+// becomes an error on the host instead of a hung GPU.
+__device__ inline bool event_wait(mbarrier* bar, unsigned parity, Status* status, unsigned site) {
+  if (mbarrier_try_wait_parity(bar, parity)) return true;
+  const unsigned long long start = global_timer_ns();
+  unsigned long long polled = start;
   while (!mbarrier_try_wait_parity(bar, parity)) {
-    const unsigned long long waited = global_timer_ns() - start;
-    if (waited > CHOREO_WAIT_POLL_NS && static_cast<volatile Status*>(status)->failed) return;
-    if (waited > CHOREO_WAIT_TIMEOUT_NS) {
+    if (static_cast<volatile unsigned&>(block_failed)) return false;
+    const unsigned long long now = global_timer_ns();
+    if (now - polled > CHOREO_WAIT_POLL_NS) {
+      polled = now;
+      if (launch_failed(status)) return give_up();
+    }
+    if (now - start > CHOREO_WAIT_TIMEOUT_NS) {
       report_timeout(status, site);
-      return;
+      return give_up();
     }
   }
+  return true;
 }
 
 // ------------------------------------------------------------------------- cp.async
@@ -384,6 +426,7 @@ struct alignas(64) TensorMap {
 // the copy engine moves the box at coordinates (x innermost) of the map's array into shared memory at `dst`
 // and counts its bytes down on `bar`.
 CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int x) {
+  if (block_failed) return;
   asm volatile(
       "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
           shared_address(dst)),
@@ -391,6 +434,7 @@ CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int 
       : "memory");
 }
 CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int x, int y) {
+  if (block_failed) return;
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
           shared_address(dst)),
@@ -398,6 +442,7 @@ CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int 
       : "memory");
 }
 CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int x, int y, int z) {
+  if (block_failed) return;
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(
           shared_address(dst)),

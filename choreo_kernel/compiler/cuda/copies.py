@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.cuda import cexpr
-from choreo_kernel.compiler.cuda.layout import Group
+from choreo_kernel.compiler.cuda.threads import Group
 from choreo_kernel.compiler.cuda.views import LoweringError, View
+from choreo_kernel.compiler.semantics.levels import Storage
 
 
 def tile(view: View, node: ast.Node) -> str:
@@ -57,4 +58,4 @@ def copy_call(function: str, source: View, destination: View, group: Group, node
 
 def uses_cp_async(source: View, destination: View, is_async: bool) -> bool:
     """cp.async moves global memory into shared memory; everything else is copied at once."""
-    return is_async and source.storage == "global" and destination.storage == "shared"
+    return is_async and source.storage == Storage.GLOBAL and destination.storage == Storage.SHARED

@@ -7,13 +7,13 @@ forms the kernels use are generated once, before them (wgmma.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from importlib import resources
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import UNKNOWN, Scalar, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT
 from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
@@ -21,16 +21,20 @@ from choreo_kernel.compiler.cuda.plan import (
     HostScalar,
     KernelParameter,
     Launch,
+    LoweredProgram,
     Step,
     WaitSite,
 )
-from choreo_kernel.compiler.cuda.statements import SHARED_ALIGNMENT, KernelEmitter, names_in
-from choreo_kernel.compiler.cuda.views import LoweringError, Operand, ShapeValue, Value, View, buffer
+from choreo_kernel.compiler.cuda.statements import KernelEmitter, names_in
+from choreo_kernel.compiler.cuda.views import Lowered, LoweringError, Operand, ShapeValue, View, buffer
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names, source_names
-from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
-from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, Note
+from choreo_kernel.compiler.program import Analysis
+from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.version import __version__
 
 HEADER = "choreo_runtime.cuh"
+MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory per block on sm_90a
 
 
 def header_text() -> str:
@@ -38,27 +42,11 @@ def header_text() -> str:
     return resources.files("choreo_kernel.compiler.cuda").joinpath(HEADER).read_text(encoding="utf-8")
 
 
-@dataclass
-class LoweredProgram:
-    """The emitted CUDA (including the header by name), each function's plan, and what could not be lowered."""
-
-    source: str
-    plans: dict[str, FunctionPlan] = field(default_factory=dict)
-    errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
-
-    def checked(self, filename: str = "<source>") -> LoweredProgram:
-        """This program, or a `ChoreoError` with every function's lowering errors."""
-        if self.errors:
-            diagnostics = [d for errors in self.errors.values() for d in errors]
-            raise ChoreoError(diagnostics, "", filename)
-        return self
-
-
-def lower_program(analysis: Analysis, filename: str = "<source>") -> LoweredProgram:
-    from choreo_kernel import __version__
-
+def lower_program(analysis: Analysis) -> LoweredProgram:
+    """Every function's kernels and host plan; a function that cannot be lowered has its diagnostics
+    in `errors` instead (the analysis reports them for target cuda)."""
     out = CodeWriter()
-    out.line(f"// CUDA C++ emitted by choreo-kernel {__version__} from {filename}, for sm_90a.")
+    out.line(f"// CUDA C++ emitted by choreo-kernel {__version__} from {analysis.filename}, for sm_90a.")
     out.line("// Each block is marked with the Choreo line it implements.")
     out.line(f'#include "{HEADER}"')
     program = LoweredProgram("")
@@ -96,9 +84,10 @@ def _notes(function: ast.Function) -> tuple[Note, ...]:
     return (Note(f"in __co__ function '{function.name}'", function.name_span),)
 
 
-def emit_program(analysis: Analysis, filename: str = "<source>", self_contained: bool = False) -> str:
+def emit_program(analysis: Analysis, self_contained: bool = False) -> str:
     """The CUDA C++ of every function; `self_contained` inlines the header (for nvcc). Raises `ChoreoError`."""
-    source = lower_program(analysis, filename).checked(filename).source
+    lowered = analysis.lowered or lower_program(analysis)
+    source = lowered.checked(analysis.filename).source
     return inline_header(source) if self_contained else source
 
 
@@ -118,7 +107,7 @@ class FunctionLowering:
         self.function = info.function
         self.kernel_names = kernel_names
         self.names = Names(source_names(info.function))
-        self.bindings: dict[Symbol, Value] = {}
+        self.bindings: dict[Symbol, Lowered] = {}
         self.expressions = Expressions(info, self.bindings)
         self.host_order: list[Symbol] = []  # host-level symbols a kernel may take, in declaration order
         self.extents: dict[str, KernelParameter] = {}  # C name -> a `?` dimension's parameter
@@ -177,7 +166,11 @@ class FunctionLowering:
                     self._host(dim_symbol, Operand(cexpr.name(self.names.source(node.id)), "s32"))
             dims.append(self.expressions.integer(dim))
         view = buffer(
-            param.type.name, cexpr.name(self.names.source(param.name)), tuple(dims), "global", param.name
+            param.type.name,
+            cexpr.name(self.names.source(param.name)),
+            tuple(dims),
+            Storage.GLOBAL,
+            param.name,
         )
         self._host(symbol, view)
         return symbol
@@ -188,7 +181,7 @@ class FunctionLowering:
             name, UNKNOWN, self.function.span, declaration=declaration, origin="param"
         )
 
-    def _host(self, symbol: Symbol, value: Value) -> None:
+    def _host(self, symbol: Symbol, value: Lowered) -> None:
         self.bindings[symbol] = value
         self.host_order.append(symbol)
 
@@ -198,7 +191,9 @@ class FunctionLowering:
         if isinstance(stmt, ast.BufferDecl) and not stmt.array_dims:
             symbol = self.expressions.declared_by(stmt)
             dims = self.expressions.dims(stmt.shape)
-            view = buffer(stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, "global", stmt.name)
+            view = buffer(
+                stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, Storage.GLOBAL, stmt.name
+            )
             if symbol is not None:
                 self._host(symbol, view)
             if stmt.init is not None and len(stmt.init) != 1:
@@ -210,6 +205,13 @@ class FunctionLowering:
             if symbol is not None:
                 self._host(symbol, ShapeValue(self.expressions.dims((stmt.value,))))
             return None
+        if isinstance(stmt, ast.ScalarDecl) and stmt.mutable:
+            raise LoweringError(
+                f"'{stmt.name}' is a mutable scalar at host level; the CUDA backend computes host-level "
+                "scalars once, before the kernels, so they cannot change: drop 'mutable', or declare it "
+                "inside a parallel",
+                stmt,
+            )
         scalar = _host_scalar(stmt)
         if scalar is not None:
             symbol = self.expressions.declared_by(stmt)
@@ -238,14 +240,16 @@ class FunctionLowering:
         body = emitter.emit()
         kernel_name = self.kernel_names.fresh(f"{self.function.name}_kernel")
         parameters = self._kernel_parameters(stmt, emitter)
-        grid = tuple(count for _, count in emitter.layout.grid())
+        grid = tuple(count for _, count in emitter.threads.grid())
         written = emitter.written
         out = CodeWriter()
         signature = ", ".join(self._c_parameter(p, written) for p in parameters)
         out.line(
             f"// __co__ {self.function.name}, line {self.function.span.line}: kernel for the parallel at line {stmt.span.line}"
         )
-        bounds = f"{emitter.layout.threads}, 1" if emitter.roles else f"{emitter.layout.threads}"
+        bounds = (
+            f"{emitter.threads.block_threads}, 1" if emitter.roles else f"{emitter.threads.block_threads}"
+        )
         if emitter.roles:
             out.line(
                 "// one block per SM: its warpgroups trade registers with setmaxnreg (producer and consumers)"
@@ -253,6 +257,12 @@ class FunctionLowering:
         out.line(f'extern "C" __global__ void __launch_bounds__({bounds}) {kernel_name}({signature}) {{')
         arena = emitter.arena
         shared_bytes = arena.size
+        if arena.size + (arena.alignment if arena.alignment > SHARED_ALIGNMENT else 0) > MAX_SHARED_BYTES:
+            raise LoweringError(
+                f"this kernel needs {arena.size} bytes of shared memory per block; a block on sm_90a has at most "
+                f"{MAX_SHARED_BYTES} (227 KiB): use smaller tiles or fewer stages",
+                stmt,
+            )
         if arena.size:
             layout = ", ".join(f"{name} at {offset}" for name, offset, _ in arena.entries)
             out.line(f"  // shared memory ({arena.size} bytes): {layout}")
@@ -269,10 +279,14 @@ class FunctionLowering:
                 out.line(
                     f"  extern __shared__ __align__({arena.alignment}) unsigned char {emitter.shared_memory}[];"
                 )
+        out.line(
+            f"  if (!choreo::block_starts({emitter.status})) return;  // the launch already gave up on a wait"
+        )
         out.lines.extend(body.splitlines())
+        out.line("  choreo::block_ends();")
         out.line("}")
         self.wrappers.update(emitter.mma.wrappers())
-        launch = Launch(kernel_name, stmt, grid, emitter.layout.threads, shared_bytes, parameters)
+        launch = Launch(kernel_name, stmt, grid, emitter.threads.block_threads, shared_bytes, parameters)
         return launch, out.text(), written
 
     def _kernel_parameters(self, stmt: ast.Parallel, emitter: KernelEmitter) -> tuple[KernelParameter, ...]:

@@ -14,31 +14,29 @@ generation's parity has completed:
   thread in a bit of `e_phase` (one bit per slot: only the parity is observable);
 - `= ready` flips the parity, so generation 0 is complete before any trigger.
 
-A one-slot `= ready` release handoff between disjoint, warp-aligned thread sets becomes a
-named barrier instead (events.md): the triggering threads prime it once so the first wait
-passes, then each trigger is a `bar.arrive` and each wait a `bar.sync`.
+Every event is an mbarrier, also the one-slot `= ready` handoffs that the backend may lower to a
+named barrier (events.md): a wait on an mbarrier is bounded (it gives up after
+CHOREO_WAIT_TIMEOUT_NS and the call raises, with the process's GPU still usable), where a
+`bar.sync` that is never matched hangs the GPU and every later call with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.arrivals import triggering_threads
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler import ast, printer
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Symbol
-from choreo_kernel.compiler.cuda import cexpr, source_text
+from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.expressions import Expressions
-from choreo_kernel.compiler.cuda.layout import WARP, KernelLayout
 from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.threads import KernelThreads
 from choreo_kernel.compiler.cuda.views import LoweringError
 from choreo_kernel.compiler.cuda.writer import CodeWriter
+from choreo_kernel.compiler.semantics.arrivals import TriggerSite
+from choreo_kernel.compiler.semantics.levels import WARP_THREADS as WARP
 
-FIRST_EVENT_BARRIER = 15  # named barriers 1..8 synchronize warpgroups; events count down from 15
-LAST_EVENT_BARRIER = 9
 MAX_PHASE_SLOTS = 64
 
 
@@ -71,9 +69,6 @@ class EventLowering:
     uses: list[EventUse] = field(default_factory=list)
     phase: str | None = None  # the per-thread phase bits, when plain or indexed waits exist
     per_warp: bool = False  # direct triggers arrive once per warp
-    barrier_id: int | None = None  # a named barrier instead of mbarriers
-    barrier_threads: int = 0
-    primers: tuple[int, int] = (0, 0)  # [first, last) threads that prime the named barrier
 
     @property
     def phase_type(self) -> str:
@@ -87,17 +82,16 @@ class Events:
         self,
         info: FunctionInfo,
         kernel: ast.Parallel,
-        layout: KernelLayout,
+        threads: KernelThreads,
         expressions: Expressions,
         wait_sites: list[WaitSite],
     ) -> None:
         self.info = info
-        self.layout = layout
+        self.threads = threads
         self.expressions = expressions
         self.by_symbol: dict[Symbol, EventLowering] = {}
         self.wait_sites = wait_sites  # the function's bounded waits; a timeout reports an index into it
         self._uses = _collect_uses(info, kernel)
-        self._next_barrier = FIRST_EVENT_BARRIER
 
     # ------------------------------------------------------------------ declaration
 
@@ -115,9 +109,6 @@ class Events:
         uses = self._uses.get(symbol, [])
         lowering = EventLowering(symbol, c_name, slots, event.ready, 0, uses)
         self.by_symbol[symbol] = lowering
-        if self._named_barrier(lowering, stmt):
-            self._declare_named_barrier(lowering, out)
-            return
         lowering.arrivals = self._arrivals(lowering, stmt)
         if any(use.form != "at" and not use.is_trigger for use in uses):
             if slots > MAX_PHASE_SLOTS:
@@ -148,114 +139,53 @@ class Events:
         out.line("__syncthreads();")
 
     def _arrivals(self, lowering: EventLowering, stmt: ast.EventDecl) -> int:
-        """Arrivals per generation: every thread that executes a direct trigger of the event (or every
-        warp of them), plus every instance that executes a `trigger ... after` of it."""
-        triggers = [use for use in lowering.uses if use.is_trigger]
-        if not triggers:
+        """The mbarrier's arrivals per generation: the event's arrivals (semantics/arrivals.py) as the
+        hardware sees them. The elected thread of each instance that runs a `trigger ... after` arrives
+        once; every thread that runs a direct trigger arrives (also where the trigger runs once per
+        instance, between levels), or every warp of them at once where whole warps trigger."""
+        if not any(use.is_trigger for use in lowering.uses):
             return 1  # never triggered: only `= ready` generation 0 is ever waited for
-        direct = [use for use in triggers if not use.is_bound]
-        bound = [use for use in triggers if use.is_bound]
-        if stmt.arrival_count is not None and not direct:
-            return stmt.arrival_count
-        count = sum(len(self._instances(use, stmt)) for use in bound)
-        if direct:
-            count += self._direct_arrivals(lowering, direct, stmt)
-        return count
-
-    def _direct_arrivals(self, lowering: EventLowering, direct: list[EventUse], stmt: ast.EventDecl) -> int:
-        sites = [self._threads_of(use, stmt) for use in direct]
-        reached = frozenset().union(*sites)
-        if stmt.arrival_count is not None:
-            # `event<N>` counts instances of the triggering level; each instance is this many threads.
-            context = self.info.context_of[id(direct[0].statement)]
-            points = triggering_threads(context)
-            per_instance = len(sites[0]) // len(points) if points else 1
-            return stmt.arrival_count * max(per_instance, 1)
-        # Per warp when each warp triggers every generation at one site with all its threads: the
-        # sites' thread sets are whole warps, equal or disjoint, and no `if` picks among them.
-        distinct = set(sites)
-        disjoint = sum(len(site) for site in distinct) == len(reached)
-        if (
-            disjoint
-            and all(_warp_aligned(site) for site in distinct)
-            and not any(u.conditional for u in direct)
-        ):
-            lowering.per_warp = True
-            return len(reached) // WARP
-        return len(reached)
-
-    def _threads_of(self, use: EventUse, stmt: ast.EventDecl) -> frozenset[int]:
-        """The threads that reach a trigger."""
-        threads = self.layout.threads_reaching(self.info.context_of[id(use.statement)])
-        if threads is None:
+        arrivals = self.info.arrivals.get(lowering.symbol)
+        if arrivals is None or arrivals.count is None:
             raise LoweringError(
                 f"which threads trigger event '{stmt.name}' depends on values known only at run time; "
                 f"state the arrival count with 'event<N> {stmt.name}'",
                 stmt,
             )
-        return threads
+        bound = len({arrival for site in arrivals.bound for arrival in site.arrivals or ()})
+        if not arrivals.direct:
+            return arrivals.count
+        if arrivals.stated is not None:
+            # `event<N>` counts executions; each execution of a direct trigger is this many threads.
+            direct = arrivals.stated - bound
+            if direct < 0:
+                raise LoweringError(
+                    f"event<{arrivals.stated}> '{stmt.name}' is smaller than its {bound} trigger-after arrivals",
+                    stmt,
+                )
+            return bound + direct * arrivals.direct[0].unit
+        return bound + self._direct_arrivals(lowering, arrivals.direct)
 
-    def _instances(self, use: EventUse, stmt: ast.EventDecl) -> set[int]:
-        """The instances of the level that issues TMA copies (12.2) among the threads that reach a trigger."""
-        size = self.layout.issuing_size(self.info.context_of[id(use.statement)])
-        return {thread // size for thread in self._threads_of(use, stmt)}
-
-    # ------------------------------------------------------------------ named barriers
-
-    def _named_barrier(self, lowering: EventLowering, stmt: ast.EventDecl) -> bool:
-        """events.md: a one-slot `= ready` release handoff between disjoint, warp-aligned thread sets."""
-        uses = lowering.uses
-        if lowering.slots != 1 or not lowering.ready or stmt.arrival_count is not None or stmt.dims:
-            return False
-        if self._next_barrier < LAST_EVENT_BARRIER or any(
-            use.form != "plain" or use.is_bound for use in uses
-        ):
-            return False
-        waiters = self._threads(use for use in uses if not use.is_trigger)
-        triggers = self._threads(use for use in uses if use.is_trigger)
-        if not waiters or not triggers or waiters & triggers:
-            return False
-        if not (_warp_aligned(waiters) and _warp_aligned(triggers)):
-            return False
-        first, last = min(triggers), max(triggers) + 1
-        if last - first != len(triggers):
-            return False
-        lowering.barrier_id = self._next_barrier
-        lowering.barrier_threads = len(waiters) + len(triggers)
-        lowering.primers = (first, last)
-        self._next_barrier -= 1
-        return True
-
-    def _threads(self, uses: Iterable[EventUse]) -> frozenset[int] | None:
-        reached: set[int] = set()
-        for use in uses:
-            context: Context = self.info.context_of[id(use.statement)]
-            threads = self.layout.threads_reaching(context)
-            if threads is None or not context.path:
-                return None  # both sides must be known, independent paths
-            reached |= threads
-        return frozenset(reached)
-
-    def _declare_named_barrier(self, lowering: EventLowering, out: CodeWriter) -> None:
-        first, last = lowering.primers
-        out.line(
-            f"// '{lowering.symbol.name}' is a one-slot ready handoff: named barrier {lowering.barrier_id} "
-            f"of {lowering.barrier_threads} threads (threads {first}..{last - 1} trigger it)"
-        )
-        out.line(
-            f"if (threadIdx.x >= {first} && threadIdx.x < {last}) "
-            f"choreo::named_barrier_arrive({lowering.barrier_id}, {lowering.barrier_threads});  // generation 0 is ready"
-        )
+    def _direct_arrivals(self, lowering: EventLowering, sites: tuple[TriggerSite, ...]) -> int:
+        """Threads that arrive directly, or warps where each warp triggers every generation at one site
+        with all its threads: the sites' thread sets are whole warps, equal or disjoint, and no `if`
+        picks among them."""
+        threads = [site.threads or frozenset() for site in sites]
+        reached = frozenset().union(*threads)
+        distinct = set(threads)
+        disjoint = sum(len(site) for site in distinct) == len(reached)
+        conditional = any(use.conditional for use in lowering.uses if use.is_trigger and not use.is_bound)
+        if disjoint and all(_warp_aligned(site) for site in distinct) and not conditional:
+            lowering.per_warp = True
+            return len(reached) // WARP
+        return len(reached)
 
     # ------------------------------------------------------------------ waits and triggers
 
     def wait(self, stmt: ast.Wait, target: ast.Expr, status: str, out: CodeWriter) -> None:
         lowering, form, selector = self._target(target)
-        if lowering.barrier_id is not None:
-            out.line(f"choreo::named_barrier_sync({lowering.barrier_id}, {lowering.barrier_threads});")
-            return
         site = len(self.wait_sites)
-        self.wait_sites.append(WaitSite(lowering.symbol.name, stmt.span.line, source_text.statement(stmt)))
+        self.wait_sites.append(WaitSite(lowering.symbol.name, stmt.span.line, printer.statement(stmt)))
         name = lowering.name
         if form == "at":
             order, setup = self._once(selector, f"{name}_order")
@@ -274,9 +204,6 @@ class Events:
 
     def trigger(self, target: ast.Expr, out: CodeWriter) -> None:
         lowering, _, _ = self._target(target)
-        if lowering.barrier_id is not None:
-            out.line(f"choreo::named_barrier_arrive({lowering.barrier_id}, {lowering.barrier_threads});")
-            return
         address, setup = self.barrier(target)
         arrive = "mbarrier_arrive_warp" if lowering.per_warp else "mbarrier_arrive"
         write_once([*setup, f"choreo::{arrive}({address});"], out)

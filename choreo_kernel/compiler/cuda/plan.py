@@ -2,16 +2,17 @@
 
 A function's statements outside every `parallel` become steps: allocate a global buffer,
 compute a host scalar, launch a kernel, return. Sizes stay Choreo expressions, which the
-runtime evaluates (compiler/cuda/host.py) from the call's arguments, so one compiled
+runtime evaluates (compiler/semantics/evaluate.py) from the call's arguments, so one compiled
 binary serves every shape that binds the symbolic dimensions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import Symbol
+from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic
 
 
 @dataclass(frozen=True)
@@ -90,3 +91,19 @@ class FunctionPlan:
     @property
     def launches(self) -> tuple[Launch, ...]:
         return tuple(step for step in self.steps if isinstance(step, Launch))
+
+
+@dataclass
+class LoweredProgram:
+    """The emitted CUDA (including the header by name), each function's plan, and what could not be lowered."""
+
+    source: str
+    plans: dict[str, FunctionPlan] = field(default_factory=dict)
+    errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
+
+    def checked(self, filename: str = "<source>") -> LoweredProgram:
+        """This program, or a `ChoreoError` with every function's lowering errors."""
+        if self.errors:
+            diagnostics = [d for errors in self.errors.values() for d in errors]
+            raise ChoreoError(diagnostics, "", filename)
+        return self

@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Symbol
-from choreo_kernel.compiler.cuda.layout import WARPGROUP, KernelLayout
+from choreo_kernel.compiler.cuda.threads import KernelThreads
+from choreo_kernel.compiler.semantics.levels import WARPGROUP_THREADS as WARPGROUP
 
 REGISTER_FILE = 65536  # 32-bit registers per SM
 PRODUCER_REGISTERS = 40
@@ -38,9 +39,9 @@ class Role:
         return f"choreo::setmaxnreg_{action}<{self.registers}>();"
 
 
-def plan_roles(info: FunctionInfo, kernel: ast.Parallel, layout: KernelLayout) -> dict[int, Role]:
+def plan_roles(info: FunctionInfo, kernel: ast.Parallel, kernel_threads: KernelThreads) -> dict[int, Role]:
     """The role of each `inthreads.async` path (by id) that resizes its registers; empty when none does."""
-    threads = layout.threads
+    threads = kernel_threads.block_threads
     if threads < MIN_WARPGROUPS * WARPGROUP or threads % WARPGROUP:
         return {}
     paths: dict[int, tuple[str, frozenset[int]]] = {}
@@ -50,7 +51,9 @@ def plan_roles(info: FunctionInfo, kernel: ast.Parallel, layout: KernelLayout) -
         context = info.context_of[id(stmt)]
         if context.loops:
             return {}  # setmaxnreg once per path, not per iteration
-        reached = layout.threads_reaching(context.enter(predicates=(*context.predicates, stmt.condition)))
+        reached = kernel_threads.threads_reaching(
+            context.enter(predicates=(*context.predicates, stmt.condition))
+        )
         kind = _kind(stmt)
         if reached is None or kind is None:
             return {}
@@ -83,6 +86,23 @@ def _kind(path: ast.InThreads) -> str | None:
     if "tma" in families:
         return "producer"
     return None
+
+
+def elected_paths(info: FunctionInfo, kernel: ast.Parallel) -> frozenset[int]:
+    """The `inthreads.async` paths (by id) that run on one elected thread per instance: those that only
+    issue TMA loads bound to events, trigger them, wait on events and count."""
+    bound = {
+        info.symbol_of[id(future)]
+        for stmt in ast.walk_statements(kernel)
+        if isinstance(stmt, ast.Trigger)
+        for future in stmt.after
+        if id(future) in info.symbol_of
+    }
+    return frozenset(
+        id(stmt)
+        for stmt in ast.walk_statements(kernel)
+        if isinstance(stmt, ast.InThreads) and stmt.is_async and issue_only(stmt.body, info, bound)
+    )
 
 
 def issue_only(stmt: ast.Stmt, info: FunctionInfo, bound: set[Symbol]) -> bool:

@@ -10,90 +10,51 @@ where more block-level work follows, since the threads re-join there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler import ast, printer
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Bounded, Future, Scalar, Symbol
-from choreo_kernel.compiler.cuda import cexpr, copies, elements, source_text
+from choreo_kernel.compiler.cuda import cexpr, copies, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
-from choreo_kernel.compiler.cuda.events import Events
-from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
-from choreo_kernel.compiler.cuda.layout import GRID_AXES, THREAD_GROUP, Group, KernelLayout
+from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT, SWIZZLED_ALIGNMENT, KernelContext
 from choreo_kernel.compiler.cuda.plan import WaitSite
-from choreo_kernel.compiler.cuda.roles import issue_only, plan_roles
+from choreo_kernel.compiler.cuda.roles import plan_roles
+from choreo_kernel.compiler.cuda.threads import GRID_AXES, THREAD_GROUP, Group
 from choreo_kernel.compiler.cuda.tma import Tma
 from choreo_kernel.compiler.cuda.views import (
-    BufferArray,
+    BufferSlots,
     FutureValue,
+    Lowered,
     LoweringError,
     Operand,
     ShapeValue,
-    Value,
     View,
     buffer,
     element_count,
 )
-from choreo_kernel.compiler.cuda.wgmma import Mma, shared_swizzles
-from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
-
-SHARED_ALIGNMENT = 128  # bytes: what a TMA copy needs of its shared side
-SWIZZLED_ALIGNMENT = 1024  # bytes: a swizzle pattern repeats every 1024 bytes of the shared address space
-STORAGE_KEYWORDS = ("shared", "local")
+from choreo_kernel.compiler.cuda.wgmma import Mma
+from choreo_kernel.compiler.cuda.writer import Names
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 
-@dataclass
-class Arena:
-    """All shared buffers and events of a block, at fixed offsets in one dynamic shared allocation."""
-
-    size: int = 0
-    alignment: int = SHARED_ALIGNMENT
-    entries: list[tuple[str, int, int]] = field(default_factory=list)  # name, offset, bytes
-
-    def allocate(self, name: str, size: int, alignment: int = SHARED_ALIGNMENT) -> int:
-        offset = -(-self.size // alignment) * alignment
-        self.size = offset + size
-        self.alignment = max(self.alignment, alignment)
-        self.entries.append((name, offset, size))
-        return offset
-
-
-class KernelEmitter:
+class KernelEmitter(KernelContext):
     """Writes the body of one kernel; its parameters and the arena are known once it is done."""
 
     def __init__(
         self,
         info: FunctionInfo,
         kernel: ast.Parallel,
-        bindings: dict[Symbol, Value],
+        bindings: dict[Symbol, Lowered],
         names: Names,
         wait_sites: list[WaitSite],
     ) -> None:
-        self.info = info
-        self.kernel = kernel
-        self.bindings = bindings
-        self.names = names
-        self.out = CodeWriter(indent=1)
-        self.expressions = Expressions(info, bindings)
-        self.layout = KernelLayout(info, kernel, self.expressions)
-        self.events = Events(info, kernel, self.layout, self.expressions, wait_sites)
-        self.arena = Arena()
-        self.shared_memory = names.fresh("shared_memory")
-        self.status = names.fresh("status")
+        super().__init__(info, kernel, bindings, names, wait_sites)
         self.cp_async_groups = names.fresh("cp_async_groups")
         self.future_groups: dict[Symbol, Group] = {}
-        self.written: set[Symbol] = set()
-        self.positions = {  # each statement of a block: the block and its index there
-            id(item): (block, index)
-            for block in ast.walk_statements(kernel)
-            if isinstance(block, ast.Block)
-            for index, item in enumerate(block.body)
-        }
-        self.swizzles = shared_swizzles(info, kernel)
-        self.roles = plan_roles(info, kernel, self.layout)
+        self.roles = plan_roles(info, kernel, self.threads)
         self.tma = Tma(self)
         self.mma = Mma(self)
-        self.in_elected_path = False  # inside a path that one elected thread per instance runs
 
     # ------------------------------------------------------------------ the kernel
 
@@ -101,7 +62,7 @@ class KernelEmitter:
         out = self.out
         kernel = self.kernel
         out.source(kernel)
-        for axis, (symbol, count) in zip(GRID_AXES, self.layout.grid()):
+        for axis, (symbol, count) in zip(GRID_AXES, self.threads.grid()):
             if symbol is not None:
                 self._bind_variable(symbol, cexpr.name(f"blockIdx.{axis}"), self.expressions.integer(count))
         self._thread_variables(kernel)
@@ -118,9 +79,9 @@ class KernelEmitter:
 
     def _thread_variables(self, stmt: ast.Parallel) -> None:
         for clause in stmt.clauses:
-            for variable in self.layout.variables.get(id(clause), []):
+            for variable in self.threads.variables(clause):
                 if variable.symbol is not None:
-                    value = variable.value(self.layout.threads)
+                    value = self.threads.value(variable)
                     self._bind_variable(variable.symbol, value, cexpr.const(variable.extent))
 
     # ------------------------------------------------------------------ statement lists
@@ -135,32 +96,13 @@ class KernelEmitter:
             self._body(stmt, tail)
 
     def _statement(self, stmt: ast.Stmt, tail: bool) -> None:
-        handler = getattr(self, f"_{type(stmt).__name__}", None)
-        if handler is None:
-            raise LoweringError(
-                f"the CUDA backend cannot lower this {type(stmt).__name__} inside a parallel", stmt
-            )
+        handler = getattr(self, f"_{type(stmt).__name__}")  # one per statement kind (tests/test_passes.py)
         try:
             handler(stmt, tail)
         except LoweringError as error:
             if error.node is None:
                 error.node = stmt
             raise
-
-    def _group(self, stmt: ast.Stmt) -> Group:
-        return self.layout.group(self.info.context_of[id(stmt)])
-
-    def elected(self, stmt: ast.Stmt) -> CExpr | None:
-        """The condition that picks the thread issuing a TMA copy for its instance; None where the
-        statement's threads are that thread already."""
-        if self.in_elected_path:
-            return None
-        return self.layout.elected(self.info.context_of[id(stmt)])
-
-    def _divergent(self, stmt: ast.Stmt) -> bool:
-        """Inside an `inthreads` that picks threads below the block: no block-wide barrier may be emitted."""
-        context = self.info.context_of[id(stmt)]
-        return bool(context.predicates) and context.below_block
 
     # ------------------------------------------------------------------ control flow
 
@@ -211,11 +153,7 @@ class KernelEmitter:
                     else "registers for accumulators"
                 )
                 self.out.line(f"{role.call}  // {role.kind}: {why}")
-            if (
-                stmt.is_async
-                and not self.in_elected_path
-                and issue_only(stmt.body, self.info, self.tma.bound)
-            ):
+            if id(stmt) in self.elected_paths and not self.in_elected_path:
                 self._elected_path(stmt, tail)
             else:
                 self._body(stmt.body, tail)
@@ -223,7 +161,7 @@ class KernelEmitter:
     def _elected_path(self, stmt: ast.InThreads, tail: bool) -> None:
         """A path that only issues bound TMA loads and waits on events runs on one thread per instance."""
         context = self.info.context_of[id(stmt)]
-        condition = self.layout.elected(context.enter(predicates=(*context.predicates, stmt.condition)))
+        condition = self.threads.elected(context.enter(predicates=(*context.predicates, stmt.condition)))
         if condition is None:
             self._body(stmt.body, tail)
             return
@@ -302,6 +240,11 @@ class KernelEmitter:
                     self._bind_name(stmt, binding.variables.group.id, ShapeValue(counts))
             self._body(stmt.body, tail)
 
+    def _Return(self, stmt: ast.Return, tail: bool) -> None:
+        raise LoweringError(
+            "'return' inside a parallel; return the result after the parallel, at host level", stmt
+        )
+
     def _Break(self, stmt: ast.Break, tail: bool) -> None:
         self.out.line("break;")
 
@@ -315,7 +258,7 @@ class KernelEmitter:
     # ------------------------------------------------------------------ declarations
 
     def _BufferDecl(self, stmt: ast.BufferDecl, tail: bool) -> None:
-        storage = stmt.storage or ("local" if self.info.context_of[id(stmt)].below_block else "shared")
+        storage = self.info.storage_of[id(stmt)]
         dims = self.expressions.dims(stmt.shape)
         counts = tuple(self.expressions.integer(d) for d in stmt.array_dims)
         name = self.names.source(stmt.name)
@@ -328,7 +271,7 @@ class KernelEmitter:
         self.out.source(stmt)
         element = elements.c_type(stmt.elem_type)
         swizzle = 0
-        if storage == "shared":
+        if storage == Storage.SHARED:
             symbol = self.expressions.declared_by(stmt)
             swizzle = self.swizzles.get(symbol, 0) if symbol is not None else 0
             alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
@@ -337,23 +280,23 @@ class KernelEmitter:
             self.out.line(
                 f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});{layout}"
             )
-        elif storage == "local":
+        elif storage == Storage.LOCAL:
             self.out.line(f"{element} {name}[{total.value}];")
         else:
             raise LoweringError(f"{storage} buffers cannot be declared inside a parallel", stmt)
         view = buffer(stmt.elem_type, cexpr.name(name), dims, storage, stmt.name, swizzle)
-        self._bind(stmt, BufferArray(view, counts) if counts else view)
+        self._bind(stmt, BufferSlots(view, counts) if counts else view)
         if stmt.init is not None:
             self._fill(stmt, name, total, storage)
 
-    def _fill(self, stmt: ast.BufferDecl, name: str, total: CExpr, storage: str) -> None:
+    def _fill(self, stmt: ast.BufferDecl, name: str, total: CExpr, storage: Storage) -> None:
         assert stmt.init is not None
         if len(stmt.init) != 1:
             raise LoweringError("the CUDA backend fills a buffer with one value: '{v}'", stmt)
         value = self.expressions.operand(stmt.init[0])
         fill = elements.convert(value.expr, value.type, stmt.elem_type)
         element = elements.c_type(stmt.elem_type)
-        group = self._group(stmt) if storage == "shared" else THREAD_GROUP
+        group = self._group(stmt) if storage == Storage.SHARED else THREAD_GROUP
         self.out.line(
             f"choreo::fill<{element}>({name}, {total.text}, {fill.text}, {group.rank.text}, {group.threads.text});"
         )
@@ -409,12 +352,12 @@ class KernelEmitter:
     def _TupleDecl(self, stmt: ast.TupleDecl, tail: bool) -> None:
         self._bind(stmt, ShapeValue(self.expressions.dims((stmt.value,))))
 
-    def _bind(self, stmt: ast.Stmt, value: Value) -> None:
+    def _bind(self, stmt: ast.Stmt, value: Lowered) -> None:
         symbol = self.expressions.declared_by(stmt)
         if symbol is not None:
             self.bindings[symbol] = value
 
-    def _bind_name(self, declaration: ast.Stmt, name: str, value: Value) -> None:
+    def _bind_name(self, declaration: ast.Stmt, name: str, value: Lowered) -> None:
         symbol = self.expressions.declared(declaration, name)
         if symbol is not None:
             self.bindings[symbol] = value
@@ -438,12 +381,12 @@ class KernelEmitter:
         self.note_written(target)
         store = self._store(lvalue, stmt.op, self.expressions.operand(stmt.value)) + ";"
         group = self._group(stmt)
-        if lvalue.storage == "local" or group.level == "thread":
+        if lvalue.storage == Storage.LOCAL or group.level == Level.THREAD:
             self.out.line(store)
             return
         self.out.line(f"if ({group.leader.text}) {store}  // once per {group.level} instance")
         barrier = group.barrier()
-        if lvalue.storage == "shared" and barrier is not None and not self._divergent(stmt):
+        if lvalue.storage == Storage.SHARED and barrier is not None and not self._divergent(stmt):
             self.out.line(barrier)
 
     def _declare_alias(self, stmt: ast.Assign) -> None:
@@ -504,11 +447,6 @@ class KernelEmitter:
             if group is not None:
                 self.future_groups[symbol] = group
 
-    def note_written(self, target: ast.Expr) -> None:
-        root = root_name(target)
-        if root is not None and id(root) in self.info.symbol_of:
-            self.written.add(self.info.symbol_of[id(root)])
-
     # ------------------------------------------------------------------ data movement
 
     def _OperationStmt(self, stmt: ast.OperationStmt, tail: bool) -> None:
@@ -518,7 +456,7 @@ class KernelEmitter:
             self._placeholder(stmt)
             return
         for item in operation.after:
-            self.out.line(f"// 'after {source_text.expression(item)}': this copy starts once it has landed")
+            self.out.line(f"// 'after {printer.expression(item)}': this copy starts once it has landed")
             self._wait_future(item)
         if operation.family == "tma":
             self.tma.operation(stmt)
@@ -537,36 +475,11 @@ class KernelEmitter:
         else:
             self.out.line(copies.copy_call("copy", source, destination, group, stmt))
             barrier = group.barrier()
-            if barrier is not None and destination.storage != "local":
+            if barrier is not None and destination.storage != Storage.LOCAL:
                 self.out.line(barrier)
             batch = "0"
         if stmt.result is not None:
             self._assign_future(stmt, destination, batch, group)
-
-    def destination(self, stmt: ast.OperationStmt, source: View, swizzle: int = 0) -> View:
-        """The destination view; `=> shared` and `=> local` allocate one shaped like the source (in the
-        `swizzle`-byte layout a TMA load names)."""
-        expr = stmt.operation.destination
-        assert expr is not None
-        if not (
-            isinstance(expr, ast.Name) and expr.id in STORAGE_KEYWORDS and id(expr) not in self.info.symbol_of
-        ):
-            return self.expressions.view(expr)
-        total = element_count(source.dims)
-        if total.value is None:
-            raise LoweringError(f"'=> {expr.id}' needs a source whose size is known at compile time", stmt)
-        base = stmt.result.id if stmt.result is not None else f"copy_line{stmt.span.line}"
-        name = self.names.fresh(f"{base}_data")
-        element = elements.c_type(source.elem)
-        if expr.id == "shared":
-            alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
-            offset = self.arena.allocate(name, total.value * ELEMENT_BYTES[source.elem], alignment)
-            self.out.line(
-                f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});"
-            )
-        else:
-            self.out.line(f"{element} {name}[{total.value}];")
-        return buffer(source.elem, cexpr.name(name), source.dims, expr.id, name, swizzle)
 
     def _placeholder(self, stmt: ast.OperationStmt) -> None:
         assert stmt.result is not None

@@ -27,19 +27,17 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
-from choreo_kernel.compiler.cuda import cexpr, source_text
+from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.events import write_once
 from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
-
-if TYPE_CHECKING:
-    from choreo_kernel.compiler.cuda.statements import KernelEmitter
+from choreo_kernel.compiler.semantics.levels import Storage
 
 MAX_BOX = 256  # elements per box dimension
 MAX_RANK = 3  # the copy wrappers of choreo_runtime.cuh
@@ -106,7 +104,7 @@ class Landing:
 class Tma:
     """The TMA copies of one kernel."""
 
-    emitter: KernelEmitter
+    emitter: KernelContext
     maps: dict[tuple[Symbol, str, tuple[int, ...], int], TensorMap] = field(default_factory=dict)
     bound: set[Symbol] = field(default_factory=set)  # futures that a `trigger ... after` binds
     landings: dict[int, Landing] = field(default_factory=dict)  # id(load statement) -> its barriers
@@ -128,18 +126,18 @@ class Tma:
             if isinstance(stmt, ast.Trigger):
                 self.bound.update(info.symbol_of[id(f)] for f in stmt.after if id(f) in info.symbol_of)
         out = self.emitter.out
-        layout = self.emitter.layout
+        threads = self.emitter.threads
         inits: list[str] = []
         for stmt in loads:
             if self._future_symbol(stmt) in self.bound:
                 continue
             context = info.context_of[id(stmt)]
-            instances = layout.threads // layout.issuing_size(context)
+            instances = threads.block_threads // threads.issuing_size(context)
             root = root_name(stmt.operation.destination)
             base = stmt.result.id if stmt.result is not None else root.id if root is not None else "tma"
             name = self.emitter.names.fresh(f"{base}_landed")
             offset = self.emitter.arena.allocate(name, 8 * instances, 8)
-            landing = Landing(name, self.emitter.names.fresh(f"{name}_phase"), layout.instance(context))
+            landing = Landing(name, self.emitter.names.fresh(f"{name}_phase"), threads.instance(context))
             self.landings[id(stmt)] = landing
             out.source(stmt, f"lands on {name}, an mbarrier per issuing instance")
             out.line(
@@ -161,7 +159,7 @@ class Tma:
         operation = stmt.operation
         assert operation.destination is not None
         source = emitter.expressions.view(operation.args[0])
-        if source.storage == "global":
+        if source.storage == Storage.GLOBAL:
             destination = emitter.destination(stmt, source, _swizzle(operation))
             self._load(stmt, source, destination)
         else:
@@ -171,7 +169,7 @@ class Tma:
 
     def _load(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
         emitter, out = self.emitter, self.emitter.out
-        if destination.storage != "shared":
+        if destination.storage != Storage.SHARED:
             raise LoweringError("a TMA load copies global memory into shared memory", stmt)
         copy = self._copy(stmt, source, destination, stmt.operation.args[0])
         symbol = self._future_symbol(stmt)
@@ -187,8 +185,8 @@ class Tma:
             return
         landing = self.landings[id(stmt)]
         context = emitter.info.context_of[id(stmt)]
-        if emitter.layout.covers_instances(context):
-            barrier = emitter.layout.issuing_group(context).barrier()
+        if emitter.threads.covers_instances(context):
+            barrier = emitter.threads.issuing_group(context).barrier()
             if barrier is not None:
                 out.line("// every thread is done with the destination's previous contents")
                 out.line(barrier)
@@ -200,22 +198,22 @@ class Tma:
         if symbol is not None:
             self.future_landings[symbol] = landing
         if not stmt.operation.is_async:
-            self._wait_landing(landing, stmt, source_text.statement(stmt))
+            self._wait_landing(landing, stmt, printer.statement(stmt))
 
     def _store(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
         emitter, out = self.emitter, self.emitter.out
-        if source.storage != "shared" or destination.storage != "global":
+        if source.storage != Storage.SHARED or destination.storage != Storage.GLOBAL:
             raise LoweringError(
                 "'tma.copy' moves global data to shared memory or shared data to global memory", stmt
             )
         assert stmt.operation.destination is not None
         copy = self._copy(stmt, destination, source, stmt.operation.destination)
         context = emitter.info.context_of[id(stmt)]
-        group = emitter.layout.issuing_group(context)
+        group = emitter.threads.issuing_group(context)
         out.line(
             "choreo::fence_proxy_async_shared();  // this thread's writes of the tile, visible to the copy engine"
         )
-        barrier = group.barrier() if emitter.layout.covers_instances(context) else None
+        barrier = group.barrier() if emitter.threads.covers_instances(context) else None
         if barrier is not None:
             out.line(barrier)
         lines = [copy.store(), "choreo::bulk_commit_group();"]
@@ -244,7 +242,7 @@ class Tma:
             copy = self.pending.pop(symbol, None) if symbol is not None else None
             if copy is None:
                 raise LoweringError(
-                    f"'{source_text.expression(item)}' is not a TMA load issued before this trigger in the same "
+                    f"'{printer.expression(item)}' is not a TMA load issued before this trigger in the same "
                     "block; the CUDA backend binds loads to the trigger that follows them",
                     item,
                 )
@@ -256,7 +254,7 @@ class Tma:
             ]
             setup = [line for lines, _ in evaluated for line in lines] + setup
             copies = [copy for _, copy in evaluated]
-        names = ", ".join(source_text.expression(item) for item in stmt.after)
+        names = ", ".join(printer.expression(item) for item in stmt.after)
         sizes = " + ".join(str(copy.bytes) for copy in copies)
         total = sum(copy.bytes for copy in copies)
         issue = [
@@ -297,12 +295,12 @@ class Tma:
             store = self.stores.pop(symbol)
             self._elected(store, ["choreo::bulk_wait_group();  // the store has been written"])
             context = self.emitter.info.context_of[id(store)]
-            barrier = self.emitter.layout.issuing_group(context).barrier()
-            if barrier is not None and self.emitter.layout.covers_instances(context):
+            barrier = self.emitter.threads.issuing_group(context).barrier()
+            if barrier is not None and self.emitter.threads.covers_instances(context):
                 self.emitter.out.line("// the tile may be written again")
                 self.emitter.out.line(barrier)
             return
-        self._wait_landing(self.future_landings[symbol], stmt, source_text.statement(stmt))
+        self._wait_landing(self.future_landings[symbol], stmt, printer.statement(stmt))
 
     # ------------------------------------------------------------------ pieces
 
@@ -374,7 +372,7 @@ class Tma:
             coordinates,
             bytes_moved * element_bytes,
             stmt.span.line,
-            source_text.statement(stmt),
+            printer.statement(stmt),
         )
 
     def _array_symbol(self, expr: ast.Expr) -> Symbol:
@@ -382,7 +380,7 @@ class Tma:
         root = root_name(expr)
         symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
         value = self.emitter.bindings.get(symbol) if symbol is not None else None
-        if symbol is None or not isinstance(value, View) or value.storage != "global":
+        if symbol is None or not isinstance(value, View) or value.storage != Storage.GLOBAL:
             raise LoweringError(
                 "a TMA copy addresses a global array: a parameter or a host-level buffer", expr
             )
@@ -399,6 +397,6 @@ def _swizzle(operation: ast.Operation) -> int:
     return int(argument) if argument is not None else 0
 
 
-def _kind(emitter: KernelEmitter, stmt: ast.Stmt) -> str:
+def _kind(emitter: KernelContext, stmt: ast.Stmt) -> str:
     info = emitter.info.operations.get(id(stmt))
     return info.kind if info is not None else ""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.semantics.levels import Storage
 
 
 class LoweringError(Exception):
@@ -36,7 +37,7 @@ class Operand:
     expr: CExpr
     type: str
     bound: CExpr | None = None
-    storage: str | None = None  # for an element of a buffer: the buffer's storage (it is an lvalue)
+    storage: Storage | None = None  # for an element of a buffer: the buffer's storage (it is an lvalue)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class View:
     offset: CExpr
     dims: tuple[CExpr, ...]
     strides: tuple[CExpr, ...]
-    storage: str  # global, shared, local
+    storage: Storage
     root: str  # the buffer's source name, for messages
     swizzle: int = 0  # bytes of the swizzle of a shared layout for TMA/WGMMA (0: plain row-major)
     origin: tuple[CExpr, ...] | None = None  # the start along each buffer dimension; None after a reshape
@@ -123,7 +124,7 @@ def compact_strides(dims: tuple[CExpr, ...]) -> tuple[CExpr, ...]:
 
 
 def buffer(
-    elem: str, pointer: CExpr, dims: tuple[CExpr, ...], storage: str, root: str, swizzle: int = 0
+    elem: str, pointer: CExpr, dims: tuple[CExpr, ...], storage: Storage, root: str, swizzle: int = 0
 ) -> View:
     origin = (cexpr.ZERO,) * len(dims)
     return View(
@@ -145,7 +146,7 @@ def element_count(dims: tuple[CExpr, ...]) -> CExpr:
 
 
 @dataclass(frozen=True)
-class Tiling:
+class TilingView:
     """`x.subspan(a, b)` (or `.step`, `.chunk`) waiting for its `.at(i, j)`."""
 
     view: View
@@ -160,7 +161,7 @@ class Tiling:
 
 
 @dataclass(frozen=True)
-class Window:
+class WindowView:
     """`x.view(a, b)` waiting for its `.from(o0, o1)`."""
 
     view: View
@@ -175,7 +176,7 @@ class ShapeValue:
 
 
 @dataclass(frozen=True)
-class BufferArray:
+class BufferSlots:
     """`shared f16 [128, 64] stage[3]`: `stage[i]` is the buffer `i * |element|` elements further."""
 
     element: View
@@ -203,7 +204,7 @@ class FutureValue:
 
 
 @dataclass(frozen=True)
-class Accumulator:
+class AccumulatorRegisters:
     """An MMA accumulator: in each thread of its warpgroup, the registers of `rows / 64` m64nN fragments.
 
     f32 elements take one register each; f16 elements are packed two to a 32-bit register.
@@ -228,4 +229,6 @@ class Accumulator:
         return "float" if self.elem == "f32" else "unsigned"
 
 
-Value = Operand | View | Tiling | Window | ShapeValue | BufferArray | FutureValue | Accumulator
+Lowered = (
+    Operand | View | TilingView | WindowView | ShapeValue | BufferSlots | FutureValue | AccumulatorRegisters
+)

@@ -14,7 +14,8 @@ consecutive synchronous MMAs of one block share the wait of the last (language.m
 between them can tell), so the tensor cores do not drain between them; `wait op` waits with
 `wgmma.wait_group N`, N being the fewest async MMA groups that the path can have committed after
 `op`'s group when it reaches the wait, over every way of getting there (loops included): groups
-complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel.
+complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel
+(analysis/flow.py's walk, as the futures rules walk it).
 
 `mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
 read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
@@ -22,26 +23,24 @@ read by descriptor (the tile must not change before that MMA, as in any WGMMA pr
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
-from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
+from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
-from choreo_kernel.compiler.cuda.expressions import root_name
-from choreo_kernel.compiler.cuda.views import Accumulator, LoweringError, View
-
-if TYPE_CHECKING:
-    from choreo_kernel.compiler.cuda.statements import KernelEmitter
+from choreo_kernel.compiler.cuda.context import KernelContext
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
+from choreo_kernel.compiler.semantics.levels import Storage
 
 PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
 STEP_BYTES = 32  # each K step of a wgmma reads 32 bytes of every operand row
 STORE_TYPES = ("f32", "f16", "bf16")  # what mma.store converts an accumulator into
 REGISTERS_PER_LINE = 8
 MAX_WAIT_DEPTH = 7  # deeper than any real pipeline: wait_group 7 is as good as no wait
-SWIZZLES = (32, 64, 128)  # bytes
 
 
 @dataclass(frozen=True)
@@ -122,9 +121,9 @@ def wrapper(instruction: Instruction) -> str:
 class Mma:
     """The MMA statements of one kernel, and the wgmma forms they use."""
 
-    emitter: KernelEmitter
+    emitter: KernelContext
     instructions: dict[str, Instruction] = field(default_factory=dict)
-    async_issues: dict[Symbol, Accumulator] = field(
+    async_issues: dict[Symbol, AccumulatorRegisters] = field(
         default_factory=dict
     )  # in-flight futures: their accumulator
     depths: dict[tuple[int, Symbol], int] = field(default_factory=dict)
@@ -168,7 +167,9 @@ class Mma:
                 )
             element = [q for q in stmt.operation.qualifiers if q in ("f32", "f16")]
             name = emitter.names.source(symbol.name)
-            accumulator = Accumulator(cexpr.name(name), element[0] if element else "f32", rows, columns)
+            accumulator = AccumulatorRegisters(
+                cexpr.name(name), element[0] if element else "f32", rows, columns
+            )
             emitter.out.line(
                 f"{accumulator.c_type} {name}[{accumulator.registers}];  "
                 f"// {rows}x{columns} {accumulator.elem}: {accumulator.tiles} m64n{columns} fragment(s) per warpgroup"
@@ -181,9 +182,9 @@ class Mma:
         # MMA is running, which makes ptxas serialize them (C7514).
         emitter.out.line(f"choreo::wgmma_fence_operand({accumulator.name.text});")
 
-    def _accumulator(self, expr: ast.Expr) -> Accumulator:
+    def _accumulator(self, expr: ast.Expr) -> AccumulatorRegisters:
         value = self.emitter.expressions.value(expr)
-        if not isinstance(value, Accumulator):
+        if not isinstance(value, AccumulatorRegisters):
             raise LoweringError("an accumulator (from mma.fill) is needed here", expr)
         return value
 
@@ -233,8 +234,8 @@ class Mma:
             f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, {row_stride.text});"
         )
         context = emitter.info.context_of[id(stmt)]
-        if destination.storage == "shared" and emitter.layout.covers_instances(context):
-            barrier = emitter.layout.issuing_group(context).barrier()
+        if destination.storage == Storage.SHARED and emitter.threads.covers_instances(context):
+            barrier = emitter.threads.issuing_group(context).barrier()
             if barrier is not None:
                 emitter.out.line("// the whole tile is stored")
                 emitter.out.line(barrier)
@@ -333,7 +334,7 @@ class Mma:
             raise LoweringError(f"operand {which} of an MMA is a 2-D tile of known size", expr)
         row_bytes = (view.strides[0].value or 0) * ELEMENT_BYTES[view.elem]
         if (
-            view.storage != "shared"
+            view.storage != Storage.SHARED
             or not view.swizzle
             or view.strides[1].value != 1
             or row_bytes != view.swizzle
@@ -405,108 +406,54 @@ def _is_mma_exec(stmt: ast.Stmt) -> bool:
 # known complete (a wait for it or for a later group, or a synchronous MMA, which waits for all).
 Groups = dict[Symbol, int]
 DONE = 1 << 20
-LOOP_PASSES = 8
 
 
 def wait_depths(kernel: ast.Parallel, info: FunctionInfo) -> dict[tuple[int, Symbol], int]:
     """For each `wait` of an MMA future (by statement and future): the wgmma.wait_group depth."""
-    depths: dict[tuple[int, Symbol], int] = {}
+    walk = _WaitDepths(info)
+    walk._walk((kernel,), {})
+    return walk.depths
 
-    def symbol_of(expr: ast.Expr | None) -> Symbol | None:
-        return info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
 
-    def merge(a: Groups, b: Groups) -> Groups:
+class _WaitDepths(ForwardFlow[Groups]):
+    """The fewest MMA groups each in-flight future can have after it on the way to each wait."""
+
+    loops_run_at_least_once = False  # a wait after a loop may be reached without a trip through it
+
+    def __init__(self, info: FunctionInfo) -> None:
+        self.info = info
+        self.depths: dict[tuple[int, Symbol], int] = {}
+
+    def _copy(self, state: Groups) -> Groups:
+        return dict(state)
+
+    def _join(self, a: Groups, b: Groups) -> Groups:
         return {s: min(a.get(s, DONE), b.get(s, DONE)) for s in a.keys() | b.keys()}
 
-    def run(stmt: ast.Stmt, groups: Groups) -> Groups:
+    def _key(self, state: Groups) -> Hashable:
+        return frozenset(state.items())
+
+    def _inthreads(self, stmt: ast.InThreads, state: Groups) -> Groups:
+        return self._join(self._body(stmt.body, self._copy(state)), state)  # threads that skip it too
+
+    def _simple(self, stmt: ast.Stmt, groups: Groups) -> Groups:
         if isinstance(stmt, ast.OperationStmt) and _is_mma_exec(stmt):
             if not stmt.operation.is_async:
                 return dict.fromkeys(groups, DONE)
             groups = {s: min(count + 1, DONE) for s, count in groups.items()}
-            issued = symbol_of(stmt.result)
+            issued = self.info.future_named(stmt.result) if stmt.result is not None else None
             if issued is not None:
                 groups[issued] = 0
             return groups
         if isinstance(stmt, ast.Wait):
             for target in stmt.targets:
-                symbol = symbol_of(target)
+                symbol = self.info.future_named(target)
                 if symbol is None or symbol not in groups:
                     continue
                 depth = groups[symbol]
-                depths[(id(stmt), symbol)] = min(depths.get((id(stmt), symbol), DONE), depth)
+                self.depths[(id(stmt), symbol)] = min(self.depths.get((id(stmt), symbol), DONE), depth)
                 groups = {s: DONE if count >= depth else count for s, count in groups.items()}
             return groups
-        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call):
-            call = stmt.expr
-            if isinstance(call.callee, ast.Name) and call.callee.id in ("swap", "rotate"):
-                symbols = [symbol_of(arg) for arg in call.args]
-                counts = [groups.get(s, DONE) if s is not None else DONE for s in symbols]
-                for symbol, count in zip(symbols, counts[1:] + counts[:1]):
-                    if symbol is not None:
-                        groups[symbol] = count
-            return groups
-        if isinstance(stmt, ast.If):
-            otherwise = run(stmt.otherwise, groups) if stmt.otherwise is not None else groups
-            return merge(run(stmt.then, groups), otherwise)
-        if isinstance(stmt, ast.InThreads):
-            return merge(run(stmt.body, groups), groups)
-        if isinstance(stmt, ast.Foreach | ast.ForeachRange | ast.While):
-            entry = groups
-            for _ in range(LOOP_PASSES):  # an iteration starts from before the loop or after another
-                widened = merge(groups, run(stmt.body, entry))
-                if widened == entry:
-                    break
-                entry = widened
-            return merge(groups, run(stmt.body, entry))
-        for child in ast.child_statements(stmt):
-            groups = run(child, groups)
+        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
+            rotate_futures(self.info, stmt.expr, groups, DONE)
         return groups
-
-    run(kernel, {})
-    return depths
-
-
-def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, int]:
-    """The layout of each shared buffer that TMA or WGMMA uses (language.md 12.6): the swizzle that a
-    TMA copy or mma.load names with .swiz<N>, else, for a WGMMA operand, the widest one its rows fill."""
-    named: dict[Symbol, int] = {}
-    operands: set[Symbol] = set()
-    for stmt in ast.walk_statements(kernel):
-        if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family not in ("tma", "mma"):
-            continue
-        operation = stmt.operation
-        swizzle = operation.template_args.get("swiz")
-        if swizzle is not None:
-            for expr in (*operation.args, operation.destination):
-                symbol = _buffer(info, expr)
-                if symbol is not None:
-                    named[symbol] = int(swizzle)
-        if operation.family == "mma" and operation.qualifiers[0] in ("row", "col"):
-            operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
-    chosen = dict(named)
-    for symbol in operands - named.keys():
-        value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
-        if isinstance(value, Data) and value.dims and isinstance(value.dims[-1], int):
-            row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
-            chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
-    return chosen
-
-
-def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
-    """The shared buffer at the root of a view, through an mma.load fragment."""
-    root = root_name(expr)
-    symbol = info.symbol_of.get(id(root)) if root is not None else None
-    if (
-        symbol is not None
-        and isinstance(symbol.value, Fragment)
-        and isinstance(symbol.declaration, ast.OperationStmt)
-    ):
-        return _buffer(info, symbol.declaration.operation.args[0])
-    if symbol is not None and isinstance(symbol.value, Data | BufferArray) and _storage(symbol) == "shared":
-        return symbol
-    return None
-
-
-def _storage(symbol: Symbol) -> str:
-    value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
-    return value.storage if isinstance(value, Data) else ""

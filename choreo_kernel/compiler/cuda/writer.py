@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.cuda import source_text
+from choreo_kernel.compiler import ast, printer
 
 _CPP_KEYWORDS = """
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
@@ -75,7 +74,7 @@ class CodeWriter:
 
     def source(self, stmt: ast.Stmt, note: str = "") -> None:
         """`// line 12: dma.copy a.chunkat(i) => tile;` (and why, when the lowering is not obvious)."""
-        self.line(f"// line {stmt.span.line}: {source_text.statement(stmt)}{f' ({note})' if note else ''}")
+        self.line(f"// line {stmt.span.line}: {printer.statement(stmt)}{f' ({note})' if note else ''}")
 
     @contextmanager
     def block(self, head: str) -> Iterator[None]:

@@ -2,6 +2,7 @@
 
 from choreo_kernel.compiler.graph.build import build_function_graph, build_graph
 from choreo_kernel.compiler.graph.dot import GraphvizMissing
-from choreo_kernel.compiler.graph.model import Cluster, Edge, Graph, Node
+from choreo_kernel.compiler.graph.graph import Graph
+from choreo_kernel.compiler.graph.model import Cluster, Edge, Node
 
 __all__ = ["Cluster", "Edge", "Graph", "GraphvizMissing", "Node", "build_function_graph", "build_graph"]

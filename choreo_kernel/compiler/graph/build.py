@@ -11,21 +11,23 @@ their users, which puts a ring between the paths that share it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import is_rotation
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.graph import model
+from choreo_kernel.compiler.graph.graph import Graph
 from choreo_kernel.compiler.graph.handoff import find_handoffs, written_expr
-from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Graph, Node
-from choreo_kernel.compiler.source_text import expression, expressions, operation_name
+from choreo_kernel.compiler.graph.model import Attribute, Cluster, Edge, Node
+from choreo_kernel.compiler.printer import expression, expressions, operation_name
 
 if TYPE_CHECKING:
-    from choreo_kernel.compiler.driver import Analysis
+    from choreo_kernel.compiler.program import Analysis
 
 
 def build_graph(analysis: Analysis, name: str) -> Graph:
@@ -38,7 +40,7 @@ def build_graph(analysis: Analysis, name: str) -> Graph:
 
 
 def build_function_graph(info: FunctionInfo) -> Graph:
-    return _Builder(info).build()
+    return GraphBuilder(info).build()
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class _Position:
 Last = tuple[str, ...]  # the step nodes that ran last on the current path, for program-order edges
 
 
-class _Builder:
+class GraphBuilder:
     def __init__(self, info: FunctionInfo) -> None:
         self.info = info
         function = info.function
@@ -131,43 +133,46 @@ class _Builder:
     def _statement(self, stmt: ast.Stmt, at: _Position, last: Last) -> Last:
         if isinstance(stmt, (ast.If, ast.While)) and id(stmt) in self.readers:  # reads in its condition
             last = self._read(stmt, at, last, stmt.condition.span)
-        if isinstance(stmt, ast.Parallel):
-            return self._parallel(stmt, at, last)
-        if isinstance(stmt, ast.InThreads) and stmt.is_async:
-            title = f"inthreads.async ({expression(stmt.condition)})"
-            cluster = self._cluster(model.PATH, title, stmt.span, at, predicate=expression(stmt.condition))
-            self._body(stmt.body, replace(at, cluster=cluster, path=cluster, guarded=False), last)
-            return last  # an independent path: the enclosing one does not wait for it
-        if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)):
-            return self._loop(stmt, at, last)
-        if isinstance(stmt, ast.If):
-            inner = replace(at, guarded=True)
-            then = self._body(stmt.then, inner, last)
-            otherwise = self._body(stmt.otherwise, inner, last) if stmt.otherwise is not None else last
-            return tuple(dict.fromkeys(then + otherwise))
-        if isinstance(stmt, (ast.InThreads, ast.With)):
+        handler: Callable[[Any, _Position, Last], Last] = getattr(self, STATEMENTS[type(stmt)])
+        return handler(stmt, at, last)
+
+    def _inthreads(self, stmt: ast.InThreads, at: _Position, last: Last) -> Last:
+        if not stmt.is_async:
             return self._body(stmt.body, at, last)
-        if isinstance(stmt, ast.Block):
-            return self._block(stmt.body, at, last)
-        if isinstance(stmt, ast.Unsupported) and stmt.inner is not None:
-            return self._statement(stmt.inner, at, last)
-        if isinstance(stmt, ast.EventDecl):
-            self._event(stmt, at)
-        elif isinstance(stmt, ast.OperationStmt):
-            return self._operation(stmt, at, last)
-        elif isinstance(stmt, ast.Wait):
-            return self._wait(stmt, at, last)
-        elif isinstance(stmt, ast.Trigger):
-            return self._trigger(stmt, at, last)
-        elif isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
+        title = f"inthreads.async ({expression(stmt.condition)})"
+        cluster = self._cluster(model.PATH, title, stmt.span, at, predicate=expression(stmt.condition))
+        self._body(stmt.body, replace(at, cluster=cluster, path=cluster, guarded=False), last)
+        return last  # an independent path: the enclosing one does not wait for it
+
+    def _if(self, stmt: ast.If, at: _Position, last: Last) -> Last:
+        inner = replace(at, guarded=True)
+        then = self._body(stmt.then, inner, last)
+        otherwise = self._body(stmt.otherwise, inner, last) if stmt.otherwise is not None else last
+        return tuple(dict.fromkeys(then + otherwise))
+
+    def _with(self, stmt: ast.With, at: _Position, last: Last) -> Last:
+        return self._body(stmt.body, at, last)
+
+    def _nested_block(self, stmt: ast.Block, at: _Position, last: Last) -> Last:
+        return self._block(stmt.body, at, last)
+
+    def _unsupported(self, stmt: ast.Unsupported, at: _Position, last: Last) -> Last:
+        return (
+            self._statement(stmt.inner, at, last) if stmt.inner is not None else self._plain(stmt, at, last)
+        )
+
+    def _expr_statement(self, stmt: ast.ExprStmt, at: _Position, last: Last) -> Last:
+        if isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
             return self._swap(stmt, stmt.expr, at, last)
-        if id(stmt) in self.readers:
-            return self._read(stmt, at, last)
-        return last
+        return self._plain(stmt, at, last)
+
+    def _plain(self, stmt: ast.Stmt, at: _Position, last: Last) -> Last:
+        """A statement that is no node of its own: a read of data, where it reads any."""
+        return self._read(stmt, at, last) if id(stmt) in self.readers else last
 
     def _parallel(self, stmt: ast.Parallel, at: _Position, last: Last) -> Last:
         clauses = ", ".join(_clause_text(clause) for clause in stmt.clauses)
-        levels = list(self.info.levels_of.get(id(stmt), ()))
+        levels = [str(level) for level in self.info.levels_of.get(id(stmt), ())]
         title = f"parallel{'.async' if stmt.is_async else ''} {clauses}"
         cluster = self._cluster(model.PARALLEL, title, stmt.span, at, levels=levels)
         return self._body(stmt.body, replace(at, cluster=cluster), last)
@@ -186,11 +191,12 @@ class _Builder:
         inner = replace(at, cluster=cluster, loops=(*at.loops, cluster), guarded=False)
         return self._body(stmt.body, inner, last)
 
-    def _event(self, stmt: ast.EventDecl, at: _Position) -> None:
+    def _event(self, stmt: ast.EventDecl, at: _Position, last: Last) -> Last:
         symbol = self._symbol_at(stmt.name_span)
         if symbol is None or not isinstance(symbol.value, Event):
-            return
+            return self._plain(stmt, at, last)
         event = symbol.value
+        arrivals = self.info.arrivals.get(symbol)  # the launch model's count, where it is known
         size = [str(dim) for dim in event.dims]
         title = stmt.name + "".join(f"[{dim}]" for dim in size)
         node = self._node(
@@ -203,9 +209,10 @@ class _Builder:
             initial="ready" if event.ready else "pending",
             ring=False,
             storage=event.storage,
-            arrivals=stmt.arrival_count,
+            arrivals=arrivals.count if arrivals is not None else stmt.arrival_count,
         )
         self.event_nodes[symbol] = node.id
+        return self._plain(stmt, at, last)
 
     def _operation(self, stmt: ast.OperationStmt, at: _Position, last: Last) -> Last:
         operation = stmt.operation
@@ -377,6 +384,39 @@ class _Builder:
     def _event_of(self, expr: ast.Expr) -> Symbol | None:
         symbol = self.info.event_named(expr)
         return symbol if symbol in self.event_nodes else None
+
+
+STATEMENTS: dict[type[ast.Stmt], str] = {  # each kind of statement and the builder's method for it
+    ast.Parallel: "_parallel",
+    ast.InThreads: "_inthreads",
+    ast.Foreach: "_loop",
+    ast.ForeachRange: "_loop",
+    ast.While: "_loop",
+    ast.If: "_if",
+    ast.With: "_with",
+    ast.Block: "_nested_block",
+    ast.Unsupported: "_unsupported",
+    ast.EventDecl: "_event",
+    ast.OperationStmt: "_operation",
+    ast.Wait: "_wait",
+    ast.Trigger: "_trigger",
+    ast.ExprStmt: "_expr_statement",
+    **dict.fromkeys(
+        (
+            ast.Assign,
+            ast.BufferDecl,
+            ast.ScalarDecl,
+            ast.ShapeDecl,
+            ast.TupleDecl,
+            ast.Return,
+            ast.Break,
+            ast.Continue,
+            ast.Empty,
+            ast.Sync,
+        ),
+        "_plain",
+    ),
+}
 
 
 def _event_use(event: Symbol, target: ast.Expr) -> dict[str, Attribute]:

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
 from choreo_kernel.compiler.graph import model
-from choreo_kernel.compiler.graph.model import Graph, Node
+from choreo_kernel.compiler.graph.model import GraphData, Node
 
 
-def check_graph(graph: Graph, sink: DiagnosticSink) -> None:
+def check_graph(graph: GraphData, sink: DiagnosticSink) -> None:
     """Report what the graph of one analyzed function shows to be wrong."""
     check_reads_after_writes(graph, sink)
     check_ring_balance(graph, sink)
 
 
-def check_reads_after_writes(graph: Graph, sink: DiagnosticSink) -> None:
+def check_reads_after_writes(graph: GraphData, sink: DiagnosticSink) -> None:
     """Data written asynchronously is read only after its future was waited, on this path or through an event.
 
     A path learns that a copy landed by waiting its future, or by waiting an event that the writer's
@@ -45,7 +45,7 @@ def check_reads_after_writes(graph: Graph, sink: DiagnosticSink) -> None:
         )
 
 
-def _unwaited_read(graph: Graph, edge: model.Edge, writer: Node, future_node: str) -> str:
+def _unwaited_read(graph: GraphData, edge: model.Edge, writer: Node, future_node: str) -> str:
     data = edge.attributes.get("data")
     future = writer.attributes.get("future")
     operation = f"'{writer.title}' at line {writer.span.line}"
@@ -66,13 +66,13 @@ def _unwaited_read(graph: Graph, edge: model.Edge, writer: Node, future_node: st
     )
 
 
-def _events_publishing(graph: Graph, future: str) -> list[str]:
+def _events_publishing(graph: GraphData, future: str) -> list[str]:
     """The events that `trigger E after f` binds future node `future` to, as the source names them."""
     triggers = {e.target for e in graph.edges_of(model.CONSUMED_BY) if e.source == future}
     return [str(e.attributes.get("use")) for e in graph.edges_of(model.PUBLISHES) if e.source in triggers]
 
 
-def check_ring_balance(graph: Graph, sink: DiagnosticSink) -> None:
+def check_ring_balance(graph: GraphData, sink: DiagnosticSink) -> None:
     """Per loop iteration, a producer triggers an event as often as each consumer waits on it.
 
     Each trigger completes the next generation and each wait observes one; when a path triggers more
@@ -106,7 +106,7 @@ def _per_path(nodes: list[Node]) -> dict[str | None, list[Node]]:
     }
 
 
-def _distinct_waits(graph: Graph, waits: list[model.Edge]) -> list[Node]:
+def _distinct_waits(graph: GraphData, waits: list[model.Edge]) -> list[Node]:
     """A ring's waits on one order observe one generation, however often they repeat."""
     seen: set[tuple[str | None, object]] = set()
     nodes = []
@@ -120,7 +120,7 @@ def _distinct_waits(graph: Graph, waits: list[model.Edge]) -> list[Node]:
 
 
 def _report_imbalance(
-    graph: Graph, event: Node, triggers: list[Node], waits: list[Node], sink: DiagnosticSink
+    graph: GraphData, event: Node, triggers: list[Node], waits: list[Node], sink: DiagnosticSink
 ) -> bool:
     trigger_loop, wait_loop = graph.cluster(triggers[0].loops[-1]), graph.cluster(waits[0].loops[-1])
     extent = trigger_loop.attributes.get("extent")

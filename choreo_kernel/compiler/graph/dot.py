@@ -15,8 +15,8 @@ import subprocess
 from html import escape
 
 from choreo_kernel.compiler.graph import model
-from choreo_kernel.compiler.graph.layout import event_layout
-from choreo_kernel.compiler.graph.model import Cluster, Edge, Graph, Node
+from choreo_kernel.compiler.graph.model import Cluster, Edge, GraphData, Node
+from choreo_kernel.compiler.graph.placement import event_layout
 
 FONT = "Helvetica"
 MUTED = "#6b7280"
@@ -64,7 +64,7 @@ def render_svg(dot: str) -> str:
     return result.stdout
 
 
-def render_dot(graph: Graph) -> str:
+def render_dot(graph: GraphData) -> str:
     lines = [
         f"digraph {_quote(graph.function)} {{",
         f"  graph [fontname={_quote(FONT)}, fontsize=13, labelloc=t, labeljust=l, newrank=true, "
@@ -116,7 +116,7 @@ def _reordered(items: list[Node | Cluster], placed: list[str]) -> list[Node | Cl
     return [next(ordered) if item.id in placed else item for item in items]
 
 
-def _title(graph: Graph) -> str:
+def _title(graph: GraphData) -> str:
     return f'<<b>{escape(graph.function)}</b>  <font color="{MUTED}">future/event graph, line {graph.span.line}</font>>'
 
 
@@ -164,6 +164,9 @@ def _label(node: Node) -> str:
         return f"<{escape(node.title)}<br/>{_small(category)}>"
     if node.kind == model.EVENT:
         state = [str(attributes.get("initial")), *(["ring"] if attributes.get("ring") else [])]
+        arrivals = attributes.get("arrivals")
+        if isinstance(arrivals, int):
+            state.append(f"{arrivals} arrival{'s' * (arrivals != 1)} per generation")
         return f"<<b>event {escape(node.title)}</b>  {line}<br/>{_small(' · '.join(state))}>"
     verb, _, rest = node.title.partition(" ")
     return f"<<b>{escape(verb)}</b> {escape(rest)}  {line}>"

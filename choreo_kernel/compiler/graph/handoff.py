@@ -6,7 +6,7 @@ or a direct `trigger E` after the writer's path waited `f`), or by ordering an
 operation `after f`.  The walk follows each path in program order with what
 it may have issued, what may still be in flight and what it has observed;
 branches join (a write pending on one branch is pending), loops are walked
-twice so loop-carried writes meet the reads at the top of the body, and an
+until what a trip leaves meets the reads at the top of the body (analysis/flow.py), and an
 `inthreads.async` body starts from the state around it and does not flow back.
 What an event publishes is only known once every path is walked, so the walk
 repeats until those sets stop growing.
@@ -14,15 +14,15 @@ repeats until those sets stop growing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Event, Future, Symbol
 from choreo_kernel.compiler.diagnostics import Span
-from choreo_kernel.compiler.source_text import expression, expressions
+from choreo_kernel.compiler.printer import expression, expressions
 
 IN_ORDER = "in order"  # a synchronous write, read later on the same path
 
@@ -85,6 +85,9 @@ class _HandOffs(ForwardFlow[_State]):
         self.published: dict[Symbol, Operations] = {}  # event -> writers whose completion it publishes
         self.found: dict[tuple[int, int, str], HandOff] = {}
         self.triggered: set[Symbol] = set()  # events some statement triggers
+        self.ordered_after: dict[
+            ast.OperationStmt, dict[ast.OperationStmt, str]
+        ] = {}  # `after`, transitively
         for stmt in ast.walk_statements(info.function.body):
             self._collect(stmt)
 
@@ -92,7 +95,7 @@ class _HandOffs(ForwardFlow[_State]):
         while True:
             before = dict(self.published)
             self.found = {}
-            self._block(self.info.function.body.body, _State())
+            self._walk(self.info.function.body.body, _State())
             if self.published == before:
                 return list(self.found.values())
 
@@ -132,7 +135,7 @@ class _HandOffs(ForwardFlow[_State]):
             self._trigger(stmt, state)
             return state
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.expr, ast.Call) and is_rotation(stmt.expr):
-            rotate_futures(self.info, stmt.expr, state.futures)
+            rotate_futures(self.info, stmt.expr, state.futures, frozenset())
             return state
         self._reads(stmt, _read_positions(stmt), state)
         return state
@@ -147,6 +150,14 @@ class _HandOffs(ForwardFlow[_State]):
     def _copy(self, state: _State) -> _State:
         return state.copy()
 
+    def _key(self, state: _State) -> Hashable:
+        return (
+            frozenset(state.futures.items()),
+            state.reached,
+            state.pending,
+            frozenset(state.observed.items()),
+        )
+
     def _join(self, a: _State, b: _State) -> _State:
         """A write pending on either path is pending; one observed on either keeps the first way seen."""
         futures = dict(a.futures)
@@ -158,13 +169,7 @@ class _HandOffs(ForwardFlow[_State]):
         return _State(futures, a.reached | b.reached, a.pending | b.pending, observed)
 
     def _operation(self, stmt: ast.OperationStmt, state: _State) -> _State:
-        ordered = {
-            producer: f"after {expression(item)}"
-            for item in stmt.operation.after
-            if (symbol := self.info.future_named(item)) is not None
-            for producer in state.futures.get(symbol, frozenset())
-        }
-        self._reads(stmt, _operation_reads(stmt.operation), state, ordered)
+        self._reads(stmt, _operation_reads(stmt.operation), state, self._ordered(stmt, state))
         write = self.writes.get(id(stmt))
         if write is not None:
             state.reached |= {stmt}
@@ -177,6 +182,20 @@ class _HandOffs(ForwardFlow[_State]):
         if symbol is not None:
             state.futures[symbol] = frozenset({stmt}) if write is not None else frozenset()
         return state
+
+    def _ordered(self, stmt: ast.OperationStmt, state: _State) -> dict[ast.OperationStmt, str]:
+        """The operations `stmt` starts after, and how: those its `after` clause names, and (`after` is
+        transitive) whatever those started after in turn."""
+        ordered: dict[ast.OperationStmt, str] = {}
+        for item in stmt.operation.after:
+            symbol = self.info.future_named(item)
+            for producer in state.futures.get(symbol, frozenset()) if symbol is not None else ():
+                how = f"after {expression(item)}"
+                ordered.setdefault(producer, how)
+                for earlier in self.ordered_after.get(producer, {}):
+                    ordered.setdefault(earlier, f"{how}, which starts after it")
+        self.ordered_after[stmt] = {**self.ordered_after.get(stmt, {}), **ordered}
+        return ordered
 
     def _wait(self, stmt: ast.Wait, state: _State) -> _State:
         for target in stmt.targets:

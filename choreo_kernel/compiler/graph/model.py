@@ -81,8 +81,9 @@ class Edge(_Element):
 
 
 @dataclass(eq=False)
-class Graph:
-    """The dependency graph of function `function`; see `to_dot`, `to_svg` and `to_json`."""
+class GraphData:
+    """The nodes, edges and clusters of function `function`'s dependency graph, with its JSON form
+    (graph.py's `Graph` adds the drawings)."""
 
     function: str
     span: Span
@@ -136,42 +137,6 @@ class Graph:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
-
-    def to_dot(self) -> str:
-        """Graphviz DOT text; the same program always gives the same bytes."""
-        from choreo_kernel.compiler.graph.dot import render_dot
-
-        return render_dot(self)
-
-    def to_svg(self) -> str:
-        """The picture, laid out by the system's graphviz `dot`; `GraphvizMissing` when it is absent."""
-        from choreo_kernel.compiler.graph.dot import render_svg
-
-        return render_svg(self.to_dot())
-
-    # ------------------------------------------------------------------ Jupyter
-
-    def _repr_svg_(self) -> str | None:
-        from choreo_kernel.compiler.graph.dot import GraphvizMissing
-
-        try:
-            return self.to_svg()
-        except GraphvizMissing:
-            return None
-
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        """SVG with the DOT source beside it; without graphviz, the reason and the DOT text."""
-        from choreo_kernel.compiler.graph.dot import GraphvizMissing
-
-        dot = self.to_dot()
-        try:
-            svg = self.to_svg()
-        except GraphvizMissing as missing:
-            return {"text/plain": f"{missing}\n\n{dot}", "text/vnd.graphviz": dot}
-        return {"image/svg+xml": svg, "text/vnd.graphviz": dot, "text/plain": dot}
-
-    def __repr__(self) -> str:
-        return f"<choreo Graph {self.function}: {len(self.nodes)} nodes, {len(self.edges)} edges>"
 
 
 def _span(span: Span) -> dict[str, int]:

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from choreo_kernel.compiler.analysis.values import FLOAT_TYPES
+from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
 from choreo_kernel.runtime.sim.errors import SimError
 
@@ -127,26 +128,21 @@ def binary(op: str, a: Number, b: Number) -> Number:
     if op in ("/", "%"):
         if np.any(y == 0):
             raise SimError("integer division by zero")
-        remainder = np.fmod(x, y)
-        return remainder if op == "%" else (x - remainder) // y
+        return cint.divide(x, y) if op == "/" else cint.remainder(x, y)
     return _INTEGER[op](x, y)
 
 
 def _int_binary(op: str, a: int, b: int) -> Number:
-    if op in ("/", "%"):
-        if b == 0:
-            raise SimError("integer division by zero")
-        quotient = abs(a) // abs(b)
-        if (a < 0) != (b < 0):
-            quotient = -quotient
-        return quotient if op == "/" else a - quotient * b
-    result = _INTEGER[op](a, b)
-    return result if type(result) is bool else _wrap(result)
-
-
-def _wrap(value: int) -> int:
-    """A C `int` result: two's complement wrap-around to 32 bits, as the GPU does."""
-    return value if -(2**31) <= value < 2**31 else (value + 2**31) % 2**32 - 2**31
+    if op in ("/", "%") and b == 0:
+        raise SimError("integer division by zero")
+    if op in cint.LOGICAL_OPERATORS:
+        return cint.logical(op, a, b)
+    if op in ("<<", ">>") and b < 0:
+        raise SimError(f"a shift by a negative count ({b})")
+    result = cint.arithmetic(op, a, b, bits=max(b + 1, cint.INT_BITS))
+    if result is None:
+        raise SimError(f"'{op}' is not an integer operator")
+    return cint.wrap(result)
 
 
 def unary(op: str, a: Number) -> Number:
@@ -154,7 +150,7 @@ def unary(op: str, a: Number) -> Number:
     if op == "!":
         return np.logical_not(truth(a)) if isinstance(a, np.ndarray) else not truth(a)
     if type(a) is int:
-        return _wrap({"-": -a, "+": a, "~": ~a}[op])
+        return cint.wrap({"-": -a, "+": a, "~": ~a}[op])
     kind = element_type(a)
     x = convert(a, promote(kind))
     if op == "~":
@@ -175,7 +171,7 @@ def builtin(name: str, args: list[Number]) -> Number:
     """`cdiv` and the math built-ins; math on integers or narrow floats is done in f32."""
     if name == "cdiv":
         a, b = args
-        return binary("/", binary("-", binary("+", a, b), 1), b)
+        return binary("/", binary("-", binary("+", a, b), 1), b)  # (a + b - 1) / b, as cint.cdiv
     result = promote(*(element_type(arg) for arg in args))
     if name in ("__max", "__min"):
         x, y = (convert(arg, result) for arg in args)

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ChoreoError
-from choreo_kernel.compiler.driver import Analysis
+from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.sim.arith import convert
 from choreo_kernel.runtime.sim.frames import Scope

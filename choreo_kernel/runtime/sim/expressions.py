@@ -9,14 +9,14 @@ only some threads would evaluate a sub-expression (a branch of `?:`, the right s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import BUILTINS
+from choreo_kernel.compiler.analysis.builtins import BUILTINS
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, INT_TYPES
+from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.errors import SimError
@@ -44,36 +44,38 @@ def _is_integer(value: Any) -> bool:
 class Evaluator:
     """Evaluates expressions in a frame; one handler per kind of expression node."""
 
+    # Each kind of expression and its handler (tests/test_passes.py checks that every kind is here).
+    HANDLERS: ClassVar[dict[type[ast.Expr], str]] = {
+        ast.Name: "_name",
+        ast.IntLiteral: "_int",
+        ast.FloatLiteral: "_float",
+        ast.BoolLiteral: "_bool",
+        ast.StringLiteral: "_string",
+        ast.Paren: "_paren",
+        ast.Binary: "_binary",
+        ast.Unary: "_unary",
+        ast.IncDec: "_incdec",
+        ast.Ternary: "_ternary",
+        ast.Call: "_call",
+        ast.Member: "_member",
+        ast.Method: "_method",
+        ast.Index: "_index",
+        ast.TupleLiteral: "_tuple",
+        ast.ListLiteral: "_tuple",
+        ast.ElementCount: "_element_count",
+        ast.TypeSize: "_type_size",
+        ast.Cast: "_cast",
+        ast.AnyDim: "_any_dim",
+    }
+
     def __init__(self) -> None:
-        self._handlers: dict[type, Callable[[Any, Frame], Any]] = {
-            ast.Name: self._name,
-            ast.IntLiteral: lambda e, f: np.uint32(e.value) if e.unsigned else e.value,
-            ast.FloatLiteral: lambda e, f: np.float32(e.value) if e.single else np.float64(e.value),
-            ast.BoolLiteral: lambda e, f: e.value,
-            ast.Paren: lambda e, f: self.raw(e.inner, f),
-            ast.Binary: self._binary,
-            ast.Unary: self._unary,
-            ast.IncDec: self._incdec,
-            ast.Ternary: self._ternary,
-            ast.Call: self._call,
-            ast.Member: self._member,
-            ast.Method: self._method,
-            ast.Index: self._index,
-            ast.TupleLiteral: lambda e, f: IntTuple(tuple(self.ints(e.items, f))),
-            ast.ListLiteral: lambda e, f: IntTuple(tuple(self.ints(e.items, f))),
-            ast.ElementCount: self._element_count,
-            ast.TypeSize: lambda e, f: ELEMENT_BYTES[e.type_name],
-            ast.Cast: lambda e, f: arith.convert(plain(self.value(e.operand, f)), e.type_name),
-        }
+        self._handlers = {kind: getattr(self, name) for kind, name in self.HANDLERS.items()}
 
     # ------------------------------------------------------------ entry points
 
     def raw(self, expr: ast.Expr, frame: Frame) -> Any:
         """What `expr` denotes: a number, a view, an element (not loaded), an event, a future..."""
-        handler = self._handlers.get(type(expr))
-        if handler is None:
-            raise SimError(f"the sim cannot evaluate this {type(expr).__name__.lower()} expression")
-        return handler(expr, frame)
+        return self._handlers[type(expr)](expr, frame)
 
     def value(self, expr: ast.Expr, frame: Frame) -> Any:
         """The value of `expr`, with a selected element loaded."""
@@ -133,6 +135,42 @@ class Evaluator:
         raise SimError(f"expected spanned data, got {type(value).__name__.lower()}")
 
     # ------------------------------------------------------------- handlers
+
+    @staticmethod
+    def _int(expr: ast.IntLiteral, frame: Frame) -> Any:
+        literal = cint.literal_type(expr.value, expr.unsigned)
+        if literal == "s32":
+            return expr.value  # a Python int is a C int here
+        return numpy_dtype(literal or "s64").type(expr.value)
+
+    @staticmethod
+    def _float(expr: ast.FloatLiteral, frame: Frame) -> Any:
+        return np.float32(expr.value) if expr.single else np.float64(expr.value)
+
+    @staticmethod
+    def _bool(expr: ast.BoolLiteral, frame: Frame) -> Any:
+        return expr.value
+
+    @staticmethod
+    def _string(expr: ast.StringLiteral, frame: Frame) -> Any:
+        raise SimError("a string is only a value in a print statement")
+
+    @staticmethod
+    def _any_dim(expr: ast.AnyDim, frame: Frame) -> Any:
+        raise SimError("'?' (any size) is only allowed in parameter shapes")
+
+    @staticmethod
+    def _type_size(expr: ast.TypeSize, frame: Frame) -> Any:
+        return ELEMENT_BYTES[expr.type_name]
+
+    def _paren(self, expr: ast.Paren, frame: Frame) -> Any:
+        return self.raw(expr.inner, frame)
+
+    def _tuple(self, expr: ast.TupleLiteral | ast.ListLiteral, frame: Frame) -> Any:
+        return IntTuple(tuple(self.ints(expr.items, frame)))
+
+    def _cast(self, expr: ast.Cast, frame: Frame) -> Any:
+        return arith.convert(plain(self.value(expr.operand, frame)), expr.type_name)
 
     def _name(self, expr: ast.Name, frame: Frame) -> Any:
         return read(frame.scope.owner(expr.id).names[expr.id], frame.lanes)

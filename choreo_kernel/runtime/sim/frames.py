@@ -20,7 +20,8 @@ from choreo_kernel.runtime.sim.scheduler import Scheduler, Task
 from choreo_kernel.runtime.sim.views import Bounded
 
 if TYPE_CHECKING:
-    from choreo_kernel.runtime.sim.layout import Layout
+    from choreo_kernel.compiler.analysis.scope import Context
+    from choreo_kernel.compiler.semantics.launch import Family, KernelLaunch
 
 
 class PerThread:
@@ -109,7 +110,11 @@ class Block:
     label: str  # "block (0, 1)", for messages
     threads: int
     scheduler: Scheduler
-    layout: Layout
+    launch: KernelLaunch | None  # None for the host code
+
+    def issuing_unit(self, context: Context, family: Family) -> int:
+        """Threads per instance of the level that runs an operation (the model's, semantics/launch.py)."""
+        return self.launch.issuing_unit(context, family) if self.launch is not None else self.threads
 
 
 @dataclass(frozen=True)

@@ -12,28 +12,32 @@ statements and loop apply to their threads.
 
 from __future__ import annotations
 
-import itertools
+import math
 import random
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
-from choreo_kernel.compiler.source_text import expression
+from choreo_kernel.compiler.printer import expression
+from choreo_kernel.compiler.semantics.arrivals import event_arrivals, trigger_sites
+from choreo_kernel.compiler.semantics.evaluate import HostValue, NotEvaluable
+from choreo_kernel.compiler.semantics.launch import KernelLaunch
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
-from choreo_kernel.runtime.sim.arrivals import expected_arrivals, trigger_sites
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget, EventWait, Need
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope
+from choreo_kernel.runtime.sim.instances import instances
 from choreo_kernel.runtime.sim.issue import Issuer, futures
-from choreo_kernel.runtime.sim.layout import Layout, Structure, instances
+from choreo_kernel.runtime.sim.limits import MAX_BYTES, MAX_STEPS, gigabytes, index_space
 from choreo_kernel.runtime.sim.operations import FutureWait, Operation
 from choreo_kernel.runtime.sim.scheduler import Blocker, Deadlock, Join, Scheduler, Task
 from choreo_kernel.runtime.sim.values import Buffer, IntTuple
@@ -79,45 +83,55 @@ class Interpreter:
 
     def __init__(self, info: FunctionInfo, source: str, filename: str) -> None:
         self.info = info
-        self.structure = Structure(info)
+        self.launches = info.launches
         self.source = source
         self.filename = filename
         self.evaluator = Evaluator()
         self.issuer = Issuer(info, self.evaluator)
-        self.sites = trigger_sites(info)
+        self.sites = trigger_sites(info.function.body, info.event_named)
         self._simple: dict[type, Callable[[Any, Frame], Leaving | None]] = {
-            ast.BufferDecl: self._buffer_decl,
-            ast.ScalarDecl: self._scalar_decl,
-            ast.EventDecl: self._event_decl,
-            ast.ShapeDecl: self._shape_decl,
-            ast.TupleDecl: self._shape_decl,
-            ast.Assign: self._assign,
-            ast.ExprStmt: self._expr_stmt,
-            ast.OperationStmt: self.issuer.run,
-            ast.Trigger: self._trigger,
-            ast.Return: self._return,
-            ast.Break: self._break,
-            ast.Continue: self._break,
-            ast.Empty: lambda stmt, frame: None,
+            kind: getattr(self, name) for kind, name in self.SIMPLE.items()
         }
         self._compound: dict[type, Callable[[Any, Frame], Run]] = {
-            ast.Block: self._body,
-            ast.Parallel: self._parallel,
-            ast.Foreach: self._foreach,
-            ast.ForeachRange: self._foreach_range,
-            ast.With: self._with,
-            ast.If: self._if,
-            ast.While: self._while,
-            ast.InThreads: self._inthreads,
-            ast.Wait: self._wait,
-            ast.Sync: self._join,
-            ast.Unsupported: self._unsupported,
+            kind: getattr(self, name) for kind, name in self.COMPOUND.items()
         }
+
+    # Each kind of statement and the method that runs it: a simple one returns at once, a compound one
+    # is a generator that yields while it waits (tests/test_passes.py checks that every kind is here).
+    SIMPLE: ClassVar[dict[type[ast.Stmt], str]] = {
+        ast.BufferDecl: "_buffer_decl",
+        ast.ScalarDecl: "_scalar_decl",
+        ast.EventDecl: "_event_decl",
+        ast.ShapeDecl: "_shape_decl",
+        ast.TupleDecl: "_shape_decl",
+        ast.Assign: "_assign",
+        ast.ExprStmt: "_expr_stmt",
+        ast.OperationStmt: "_operation",
+        ast.Trigger: "_trigger",
+        ast.Return: "_return",
+        ast.Break: "_break",
+        ast.Continue: "_break",
+        ast.Empty: "_empty",
+    }
+    COMPOUND: ClassVar[dict[type[ast.Stmt], str]] = {
+        ast.Block: "_body",
+        ast.Parallel: "_parallel",
+        ast.Foreach: "_foreach",
+        ast.ForeachRange: "_foreach_range",
+        ast.With: "_with",
+        ast.If: "_if",
+        ast.While: "_while",
+        ast.InThreads: "_inthreads",
+        ast.Wait: "_wait",
+        ast.Sync: "_join",
+        ast.Unsupported: "_unsupported",
+    }
 
     # ------------------------------------------------------------------ host
 
     def run_host(self, scope: Scope, seed: int) -> Any:
         """Run the function body at host level; the returned value, or None."""
+        self.steps = 0
         frame = self._open("host code", scope, Task("the host code"), random.Random(seed))
         try:
             self._run(frame, self._body(self.info.function.body, frame))
@@ -126,10 +140,16 @@ class Interpreter:
         return None
 
     def _open(self, label: str, scope: Scope, main: Task, rng: random.Random) -> Frame:
-        """The first frame of a block (or of the host code), whose layout evaluates counts in its scope."""
-        layout = Layout(self.structure, lambda clause: self.evaluator.extents(clause.count, frame))
-        frame = Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(rng), layout))
-        return frame
+        """The first frame of a block (or of the host code)."""
+        return Frame(scope, ONE_THREAD, main, Block(label, 1, Scheduler(rng), None))
+
+    def _bind_launch(self, kernel: ast.Parallel, frame: Frame) -> KernelLaunch:
+        """The kernel's launch model; where its thread counts are symbolic, bound with the values this
+        block sees (evaluated in its first frame)."""
+        launch = self.launches.launch(kernel)
+        if launch.is_static:
+            return launch
+        return self.launches.bind(kernel, lambda clause: tuple(self.evaluator.extents(clause.count, frame)))
 
     def _run(self, frame: Frame, body: Run) -> None:
         """Run `body` as the main path of `frame`'s block, with every path it spawns."""
@@ -185,22 +205,42 @@ class Interpreter:
             return (yield from self._statements(stmt.body, inner))
         return (yield from self.execute(stmt, inner))
 
+    def _operation(self, stmt: ast.OperationStmt, frame: Frame) -> None:
+        self.issuer.run(stmt, frame)
+
+    @staticmethod
+    def _empty(stmt: ast.Empty, frame: Frame) -> None:
+        return None
+
     def _unsupported(self, stmt: ast.Unsupported, frame: Frame) -> Run:
         if stmt.inner is None:
             return None
         return (yield from self.execute(stmt.inner, frame))
 
+    def _step(self, coming: int = 0) -> None:
+        """One more loop iteration or block; the sim stops a call that would run for hours, and stops at
+        once a loop or a grid that says it has `coming` more."""
+        self.steps += 1
+        if self.steps + coming > MAX_STEPS:
+            raise SimError(
+                f"this call runs more than {MAX_STEPS:,} loop iterations and blocks on the sim "
+                "(CHOREO_SIM_MAX_STEPS), which would take too long on the CPU: run it on the cuda target, "
+                "or with smaller sizes"
+            )
+
     # ---- declarations and assignments
 
     def _buffer_decl(self, stmt: ast.BufferDecl, frame: Frame) -> None:
-        context = self.info.context_of[id(stmt)]
-        storage = stmt.storage or (
-            "global" if not context.in_parallel else "local" if context.below_block else "shared"
-        )
-        per_thread = storage == "local"
+        per_thread = self.info.storage_of[id(stmt)] == Storage.LOCAL
         slots = self.evaluator.ints(stmt.array_dims, frame)
         shape = [frame.block.threads] * per_thread + slots + self.evaluator.ints(stmt.shape, frame)
         dtype = numpy_dtype(stmt.elem_type)
+        needed = math.prod(shape) * dtype.itemsize
+        if needed > MAX_BYTES:
+            raise SimError(
+                f"buffer '{stmt.name}' would take {gigabytes(needed)} on the sim, more than its {gigabytes(MAX_BYTES)} "
+                "(CHOREO_SIM_MAX_BYTES): run it on the cuda target, or with smaller sizes"
+            )
         base = np.full(shape, arith.poison_of(dtype), dtype=dtype)
         if stmt.init:
             values = [arith.saturated(plain(self.evaluator.value(item, frame)), dtype) for item in stmt.init]
@@ -220,16 +260,34 @@ class Interpreter:
 
     def _event_decl(self, stmt: ast.EventDecl, frame: Frame) -> None:
         dims = tuple(self.evaluator.ints(stmt.dims, frame))
-        expected = stmt.arrival_count
+        expected = self._arrivals(stmt, frame)
         if expected is None:
-            try:
-                expected = expected_arrivals(self.sites.get(id(stmt), []), self.info, self.evaluator, frame)
-            except SimError as error:
-                raise SimError(
-                    f"the arrival count of event '{stmt.name}' cannot be derived where it is declared ({error}); "
-                    f"state it in the declaration: 'event<N> {stmt.name}'"
-                ) from None
+            raise SimError(
+                f"the arrival count of event '{stmt.name}' cannot be derived where it is declared; "
+                f"state it in the declaration: 'event<N> {stmt.name}'"
+            )
         frame.store(stmt.name, EventArray(stmt.name, dims, stmt.ready, expected), frame.scope)
+
+    def _arrivals(self, stmt: ast.EventDecl, frame: Frame) -> int | None:
+        """The event's arrivals per generation: the analysis's where it knows them, else derived with
+        the values this block sees (a predicate on a scalar parameter, symbolic thread counts)."""
+        symbol = self.info.declared(stmt, stmt.name)
+        if symbol is None or symbol not in self.sites:  # never triggered
+            return stmt.arrival_count or 0
+        known = self.info.arrivals.get(symbol)
+        if known is not None and known.count is not None:
+            return known.count
+        launch = frame.block.launch
+        assert launch is not None
+
+        def lookup(name: ast.Name) -> HostValue:
+            owner = frame.scope.find(name.id)
+            value = owner.names[name.id] if owner is not None else None
+            if value is None or isinstance(value, PerThread):
+                raise NotEvaluable(name)
+            return plain(value)
+
+        return event_arrivals(symbol, self.sites[symbol], self.info.context_of, launch, lookup).count
 
     def _shape_decl(self, stmt: ast.ShapeDecl | ast.TupleDecl, frame: Frame) -> None:
         value = self.evaluator.value(stmt.value, frame)
@@ -292,26 +350,29 @@ class Interpreter:
             self._launch(stmt, frame)
             return None
         yield from self._threads(stmt, 0, frame)
-        if all(level.name == "block" for level in context.levels):
+        if all(scope.level == Level.BLOCK for scope in context.levels):
             yield from self._join(stmt, frame)  # back at block level: the threads meet again
         return None
 
     def _launch(self, stmt: ast.Parallel, frame: Frame) -> None:
         """A kernel launch: every block instance, one after the other."""
-        first = self.structure.first_below_block(stmt)
+        first = self.launches.structure.first_below_block(stmt)
         axes: list[tuple[str | None, int]] = []
         for clause in stmt.clauses[:first]:
             names = clause.variables.names if clause.variables else ()
             for position, count in enumerate(self.evaluator.extents(clause.count, frame)):
                 axes.append((names[position].id if position < len(names) else None, count))
-        for index in itertools.product(*(range(count) for _, count in axes)):
+        self._step(math.prod(count for _, count in axes))
+        for index in index_space([range(count) for _, count in axes]):
+            self._step()
             scope = Scope(frame.scope, ONE_THREAD)
             for (name, count), value in zip(axes, index):
                 if name is not None:
                     scope.names[name] = Bounded(value, count)
             label = f"block ({', '.join(map(str, index))})" if index else "its only block"
             start = self._open(label, scope, Task("the block's main path"), frame.block.scheduler.rng)
-            start.block.threads = start.block.layout.block_threads(stmt)
+            start.block.launch = self._bind_launch(stmt, start)
+            start.block.threads = start.block.launch.threads
             self._run(start, self._block_body(stmt, first, start))
 
     def _block_body(self, stmt: ast.Parallel, first: int, frame: Frame) -> Run:
@@ -324,15 +385,19 @@ class Interpreter:
 
     def _threads(self, stmt: ast.Parallel, start: int, frame: Frame) -> Run:
         """Enter the levels of clauses `start`.. of `stmt` from one thread per enclosing instance."""
-        layout = frame.block.layout
-        unit = layout.size(stmt, start)
+        launch = frame.block.launch
+        assert launch is not None
+        unit = launch.size(stmt, start)
         lanes = (frame.lanes[:, None] + np.arange(unit)).ravel()
-        step = layout.body_unit(stmt)
+        step = launch.body_unit(stmt)
         if step > 1:  # statements between levels: once per instance
             lanes = lanes[lanes % step == 0]
         inner = frame.enter(lanes)
-        for name, values, bound in layout.variables(stmt, start, frame.block.threads):
-            inner.scope.names[name] = PerThread(values, bound)
+        threads = np.arange(frame.block.threads, dtype=np.int32)
+        for variable in launch.variables(stmt, start):
+            if variable.name:
+                values = (threads // variable.stride) % variable.extent
+                inner.scope.names[variable.name] = PerThread(values, variable.extent)
         yield from self._body(stmt.body, inner)
         return None
 
@@ -374,6 +439,7 @@ class Interpreter:
     def _loop(self, body: ast.Stmt, frame: Frame, iterations: Iterable[dict[str, Any]]) -> Run:
         lanes = frame.lanes
         for bindings in iterations:
+            self._step()
             inner = frame.enter(lanes)
             inner.scope.names.update(bindings)
             leaving = yield from self._body(body, inner)
@@ -385,10 +451,11 @@ class Interpreter:
 
     def _foreach(self, stmt: ast.Foreach, frame: Frame) -> Run:
         bounds = self.evaluator.extents(stmt.extent, frame)
+        self._step(math.prod(bounds))
         names = [name.id for name in stmt.variables.names]
         iterations = (
             {name: Bounded(value, bound) for name, value, bound in zip(names, values, bounds)}
-            for values in itertools.product(*(range(bound) for bound in bounds))
+            for values in index_space([range(bound) for bound in bounds])
         )
         return (yield from self._loop(stmt.body, frame, iterations))
 
@@ -406,7 +473,7 @@ class Interpreter:
             ranges.append((item.name.id, variable.bound, range(variable.bound)[slice(*parts)]))
         iterations = (
             {name: Bounded(value, bound) for (name, bound, _), value in zip(ranges, values)}
-            for values in itertools.product(*(values for _, _, values in ranges))
+            for values in index_space([values for _, _, values in ranges])
         )
         return (yield from self._loop(stmt.body, frame, iterations))
 
@@ -485,8 +552,7 @@ class Interpreter:
             for target in targets:
                 target.event.arrive(target.slot, len(frame.lanes))
             return
-        block = frame.block
-        unit = block.layout.operation_unit(self.info.context_of[id(stmt)], "tma", block.threads)
+        unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "tma")
         count = len(instances(frame.lanes, unit).lanes)
         bound = [operation for item in stmt.after for operation in futures(self.evaluator.value(item, frame))]
         for target in targets:

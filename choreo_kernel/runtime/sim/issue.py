@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve import FunctionInfo
+from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Frame
-from choreo_kernel.runtime.sim.layout import Instances, instances
+from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.operations import (
     Accumulator,
     Fragment,
@@ -33,8 +33,6 @@ from choreo_kernel.runtime.sim.operations import (
 )
 from choreo_kernel.runtime.sim.views import View
 
-STORAGE_WORDS = ("shared", "local")
-
 
 class Issuer:
     def __init__(self, info: FunctionInfo, evaluator: Evaluator) -> None:
@@ -46,7 +44,7 @@ class Issuer:
         words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
         family = operation.family
         block = frame.block
-        unit = block.layout.operation_unit(self.info.context_of[id(stmt)], family, block.threads)
+        unit = block.issuing_unit(self.info.context_of[id(stmt)], family)
         group = instances(frame.lanes, unit)
         at = frame.narrow(group.lanes)
         result: Any = None
@@ -83,11 +81,7 @@ class Issuer:
         source = self.evaluator.view(operation.args[0], at)
         target = operation.destination
         assert target is not None
-        if (
-            isinstance(target, ast.Name)
-            and target.id in STORAGE_WORDS
-            and frame.scope.find(target.id) is None
-        ):
+        if id(operation) in self.info.allocates:  # `=> shared`, `=> local`: a new buffer like the source
             destination = _allocate(source, group)
         else:
             destination = self.evaluator.view(target, at)

@@ -1,9 +1,10 @@
-"""Evaluating Choreo expressions in Python: launch sizes, host scalars, buffer shapes, predicates.
+"""The one evaluator of Choreo expressions in Python: constants, launch sizes, host scalars, predicates.
 
-The host side of a function (the statements outside every `parallel`) runs in the runtime:
-it computes grid sizes and host-level scalars from the arguments before each launch. The
-lowering uses the same evaluator at compile time to enumerate which threads reach a trigger.
-Integer arithmetic follows C (truncating division), as on the device.
+At compile time it folds constants (thread counts, trip counts, ring sizes) and, given the
+values of the thread variables, decides which threads an `inthreads` predicate selects
+(semantics/launch.py). At run time the CUDA runtime uses it for the host side of a function
+(the statements outside every `parallel`): grid sizes, host-level scalars and buffer shapes
+from the arguments. Integers follow C (semantics/cint.py), as on the device.
 """
 
 from __future__ import annotations
@@ -12,19 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.cuda.cexpr import fold_int
+from choreo_kernel.compiler.semantics import cint
 
 HostValue = Any  # int, float, bool, a tuple of ints (a shape), or an array (anything with .shape)
 Lookup = Callable[[ast.Name], HostValue]
-
-_COMPARISONS = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
 
 
 class NotEvaluable(Exception):
@@ -92,22 +84,18 @@ def _unary(expr: ast.Unary, lookup: Lookup) -> HostValue:
         return -value
     if expr.op == "!":
         return not value
-    if expr.op == "~" and isinstance(value, int):
+    if expr.op == "~" and isinstance(value, int) and not isinstance(value, bool):
         return ~value
     raise NotEvaluable(expr)
 
 
 def _binary(op: str, left: HostValue, right: HostValue) -> HostValue:
-    if op in _COMPARISONS:
-        return _COMPARISONS[op](left, right)
-    if op == "&&":
-        return bool(left) and bool(right)
-    if op == "||":
-        return bool(left) or bool(right)
+    if op in cint.LOGICAL_OPERATORS:
+        return cint.logical(op, left, right)
     if isinstance(left, tuple) or isinstance(right, tuple):
         return _shape_arithmetic(op, left, right)
     if isinstance(left, int) and isinstance(right, int):
-        folded = fold_int(op, left, right)
+        folded = cint.arithmetic(op, left, right)
         if folded is None:
             raise NotEvaluable(op)
         return folded
@@ -129,8 +117,36 @@ def _shape_arithmetic(op: str, left: HostValue, right: HostValue) -> tuple[int, 
 def _call(expr: ast.Call, lookup: Lookup) -> HostValue:
     args = [evaluate(arg, lookup) for arg in expr.args]
     if isinstance(expr.callee, ast.Name) and expr.callee.id == "cdiv" and len(args) == 2:
-        return -(-args[0] // args[1])
+        if not args[1]:
+            raise NotEvaluable(expr)
+        return cint.cdiv(args[0], args[1])
     target = evaluate(expr.callee, lookup)
     if isinstance(target, tuple) and len(args) == 1:
         return target[args[0]]
     raise NotEvaluable(expr)
+
+
+def _no_names(name: ast.Name) -> HostValue:
+    raise NotEvaluable(name)
+
+
+def constant(expr: ast.Expr) -> int | None:
+    """The value of an integer expression of literals (macros are expanded by then); None otherwise."""
+    try:
+        value = evaluate(expr, _no_names)
+    except (NotEvaluable, ArithmeticError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def constant_count(expr: ast.Expr) -> int | None:
+    """How many instances or iterations a count makes: `8`, or the product of `[4, 8]`."""
+    if not isinstance(expr, ast.ListLiteral):
+        return constant(expr)
+    total = 1
+    for item in expr.items:
+        value = constant(item)
+        if value is None:
+            return None
+        total *= value
+    return total

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler.graph import model
-from choreo_kernel.compiler.graph.model import Graph, Node
+from choreo_kernel.compiler.graph.model import GraphData, Node
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Layout:
     order: dict[str | None, list[str]] = field(default_factory=dict)  # per scope: its units, left to right
 
 
-def event_layout(graph: Graph) -> Layout:
+def event_layout(graph: GraphData) -> Layout:
     layout = Layout()
     events = graph.nodes_of(model.EVENT)
     for scope in dict.fromkeys(event.cluster for event in events):
@@ -33,7 +33,7 @@ def event_layout(graph: Graph) -> Layout:
 class _Scope:
     """One scope that holds events; its units are its sub-clusters, in source order."""
 
-    def __init__(self, graph: Graph, scope: str | None, events: list[Node]) -> None:
+    def __init__(self, graph: GraphData, scope: str | None, events: list[Node]) -> None:
         self.graph = graph
         self.scope = scope
         self.units = [cluster.id for cluster in graph.clusters if cluster.parent == scope]

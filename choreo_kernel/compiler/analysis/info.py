@@ -1,0 +1,59 @@
+"""What analysis learns about one function, for the passes after it: side tables keyed by node,
+the launch model and its events' arrivals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler.analysis.values import Dim, Event, Future, FutureInfo, Symbol, Value
+from choreo_kernel.compiler.semantics.arrivals import EventArrivals
+from choreo_kernel.compiler.semantics.launch import FunctionLaunches
+from choreo_kernel.compiler.semantics.levels import Level, Storage
+
+
+@dataclass
+class FunctionInfo:
+    """What the resolver learned about one function, for the passes after it."""
+
+    function: ast.Function
+    symbol_of: dict[int, Symbol] = field(default_factory=dict)  # id(ast.Name) -> Symbol
+    value_of: dict[int, Value] = field(default_factory=dict)  # id(ast.Expr) -> Value (wait/trigger operands)
+    futures: dict[int, Symbol] = field(default_factory=dict)  # id(OperationStmt) -> its future's Symbol
+    operations: dict[int, FutureInfo] = field(default_factory=dict)  # id(OperationStmt) -> what it made
+    context_of: dict[int, Context] = field(default_factory=dict)  # id(Stmt) -> Context
+    levels_of: dict[int, tuple[Level, ...]] = field(default_factory=dict)  # id(Parallel) -> filled levels
+    counts_of: dict[int, tuple[Dim, ...]] = field(default_factory=dict)  # id(ParallelClause) -> its counts
+    storage_of: dict[int, Storage] = field(default_factory=dict)  # id(BufferDecl) -> where it lives
+    allocates: dict[int, Storage] = field(
+        default_factory=dict
+    )  # id(Operation) -> where `=> shared`/`=> local` allocates
+    events: list[Symbol] = field(default_factory=list)
+    launches: FunctionLaunches = field(init=False)  # who runs what (semantics/launch.py)
+    arrivals: dict[Symbol, EventArrivals] = field(default_factory=dict)  # of the events of static launches
+
+    def declared(self, declaration: object, name: str) -> Symbol | None:
+        """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""
+        return self._declared.get((id(declaration), name))
+
+    @cached_property
+    def _declared(self) -> dict[tuple[int, str], Symbol]:
+        declared: dict[tuple[int, str], Symbol] = {}
+        for symbol in (*self.symbol_of.values(), *self.events):
+            declared.setdefault((id(symbol.declaration), symbol.name), symbol)
+        return declared
+
+    def future_named(self, expr: ast.Expr) -> Symbol | None:
+        """The future variable that `expr` names (`wait f`, `after f`, `swap(f, g)`), if it names one."""
+        symbol = self.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+        return symbol if symbol is not None and isinstance(symbol.value, Future) else None
+
+    def event_named(self, expr: ast.Expr) -> Symbol | None:
+        """The event that a wait or trigger operand names: `E`, a slot `E[i]`, a generation `E.at(order)`."""
+        root = expr.value if isinstance(expr, ast.Method) and expr.name == "at" else expr
+        while isinstance(root, ast.Index):
+            root = root.value
+        symbol = self.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        return symbol if symbol is not None and isinstance(symbol.value, Event) else None

@@ -1,0 +1,288 @@
+"""The resolver's base: reporting, scopes, dispatch and shared helpers."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.builtins import BUILTINS
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.scope import Context, Scope
+from choreo_kernel.compiler.analysis.values import (
+    INT_TYPES,
+    Accumulator,
+    Bounded,
+    BufferArray,
+    Data,
+    Dim,
+    Event,
+    Future,
+    ITuple,
+    Scalar,
+    Shape,
+    Symbol,
+    Tiling,
+    Unknown,
+    Value,
+)
+from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
+from choreo_kernel.compiler.printer import expression, expressions
+from choreo_kernel.compiler.semantics.levels import Storage
+
+SWIZZLES = (32, 64, 128)
+
+
+class ResolverBase:
+    """Reporting, scopes and the helpers that every part of the resolver uses.
+
+    The resolver is one pass split by job: statements (statements.py), copies (copies.py), matrix
+    operations (mma.py), expressions (expressions.py) and views of data (views.py), composed in
+    resolve/__init__.py. Statements and expressions dispatch on their node's class by name
+    (`_stmt_Parallel`, `_expr_Binary`), so a kind with no case fails tests/test_passes.py.
+    """
+
+    info: FunctionInfo
+    scope: Scope
+    swizzle_of: dict[str, tuple[int, Span]]  # shared buffer -> swizzle a TMA wrote it with
+    return_type: ast.TypeRef
+    saw_return: bool
+    kernel: ast.Parallel  # the outermost parallel being resolved
+    badly_nested: set[int]  # id(kernel) of kernels whose levels do not nest
+
+    def __init__(
+        self, sink: DiagnosticSink, target: str, function_names: frozenset[str] = frozenset()
+    ) -> None:
+        self.sink = sink
+        self.target = target
+        self.function_names = function_names
+
+    def error(self, message: str, span: Span, *notes: Note) -> None:
+        self.sink.error(message, span, *notes)
+
+    def hopper_rule(self, message: str, span: Span, *notes: Note) -> None:
+        self.sink.target_rule(self.target, message, span, *notes)
+
+    def _declare(self, symbol: Symbol, span: Span) -> Symbol:
+        existing = self.scope.symbols.get(symbol.name)
+        if existing is not None and not (existing.origin == "dim" and symbol.origin == "dim"):
+            self.error(
+                f"'{symbol.name}' is declared twice in this scope",
+                span,
+                Note(f"'{symbol.name}' was first declared here", existing.span),
+            )
+            return existing
+        self.scope.symbols[symbol.name] = symbol
+        if isinstance(symbol.value, Event):
+            self.info.events.append(symbol)
+        return symbol
+
+    def _in_scope(self, run: Callable[[], None]) -> None:
+        self.scope = Scope(self.scope)
+        try:
+            run()
+        finally:
+            assert self.scope.parent is not None
+            self.scope = self.scope.parent
+
+    def _lookup(self, name: ast.Name) -> Symbol | None:
+        symbol = self.scope.lookup(name.id)
+        if symbol is None:
+            if name.id in BUILTINS:
+                return None
+            if name.id in self.function_names:
+                self.error(
+                    f"'{name.id}' is a __co__ function, and a __co__ function cannot call another one: "
+                    "write the computation here, or call both from Python",
+                    name.span,
+                )
+                return None
+            suggestion = difflib.get_close_matches(name.id, self.scope.all_names(), n=1)
+            hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
+            self.error(f"'{name.id}' is not declared{hint}", name.span)
+            return None
+        self.info.symbol_of[id(name)] = symbol
+        return symbol
+
+    def _statements(self, statements: Sequence[ast.Stmt], context: Context) -> None:
+        for statement in statements:
+            self._statement(statement, context)
+
+    def _body(self, body: ast.Stmt, context: Context, declare: Callable[[], None] | None = None) -> None:
+        def run() -> None:
+            if declare is not None:
+                declare()
+            if isinstance(body, ast.Block):
+                self._statements(body.body, context)
+            else:
+                self._statement(body, context)
+
+        self._in_scope(run)
+
+    def _statement(self, stmt: ast.Stmt, context: Context) -> None:
+        self.info.context_of[id(stmt)] = context
+        handler = getattr(self, f"_stmt_{type(stmt).__name__}")
+        handler(stmt, context)
+
+    def _expr(self, expr: ast.Expr) -> Value:
+        handler = getattr(self, f"_expr_{type(expr).__name__}")
+        value: Value = handler(expr)
+        return value
+
+    def _symbol_of_name(self, expr: ast.Expr) -> Symbol | None:
+        return self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+
+    def _int_expr(self, expr: ast.Expr, what: str) -> Value:
+        value = self._expr(expr)
+        if isinstance(value, Scalar) and value.type not in INT_TYPES and value.type != "bool":
+            self.error(f"{what} must be an integer, got {value.type}", expr.span)
+        elif not isinstance(value, (Scalar, Bounded, Unknown)):
+            self.error(f"{what} must be an integer, got {value.describe()}", expr.span)
+        return value
+
+    def _condition(self, expr: ast.Expr) -> None:
+        value = self._expr(expr)
+        if not isinstance(value, (Scalar, Bounded, Unknown)):
+            self.error(f"a condition must be a scalar, got {value.describe()}", expr.span)
+
+    def _shape_dims(self, shape: Sequence[ast.Expr]) -> tuple[Dim, ...]:
+        dims: list[Dim] = []
+        for item in shape:
+            value = self._expr(item)
+            if isinstance(value, Shape):
+                dims.extend(value.dims)
+            elif isinstance(value, ITuple):
+                dims.extend(value.items)
+            else:
+                dims.append(self._dim_of(item, value))
+        return tuple(dims)
+
+    def _check_assignable(self, type_name: str, value: Value, span: Span) -> None:
+        if isinstance(value, (Data, Shape, Future, Event, Accumulator, BufferArray, Tiling)):
+            self.error(f"cannot store {value.describe()} into a {type_name} value", span)
+
+    def _check_storage(self, storage: Storage, name: str, span: Span, context: Context, what: str) -> None:
+        if storage == Storage.SHARED and not context.in_block:
+            self.error(
+                f"shared {what} '{name}' is declared at host level; shared storage exists once per block: "
+                "declare it inside a 'block' level parallel",
+                span,
+            )
+        elif storage == Storage.LOCAL and not context.below_block:
+            where = "at block level" if context.in_parallel else "at host level"
+            self.error(
+                f"local {what} '{name}' is declared {where}; local storage belongs to one thread: "
+                "declare it inside a thread-level scope",
+                span,
+            )
+        elif storage == Storage.GLOBAL and context.in_parallel and what == "buffer":
+            self.error(
+                f"global buffer '{name}' is declared inside a parallel; global buffers are declared at host level",
+                span,
+            )
+
+    def _incdec(self, expr: ast.IncDec) -> Value:
+        value = self._expr(expr.operand)
+        if isinstance(expr.operand, ast.Name):
+            symbol = self.scope.lookup(expr.operand.id)
+            if symbol is not None and not symbol.mutable:
+                self.error(
+                    f"'{expr.operand.id}' is immutable and cannot be changed with '{expr.op}'; only 'mutable' "
+                    "values can be re-assigned",
+                    expr.operand.span,
+                )
+        elif not isinstance(value, (Scalar, Unknown)):
+            self.error(f"'{expr.op}' needs a mutable scalar, got {value.describe()}", expr.operand.span)
+        return value if isinstance(value, Scalar) else Scalar("s32")
+
+    def _dimension_of(self, value: Shape | ITuple, args: Sequence[ast.Expr], span: Span) -> Value:
+        """`s(i)`, `x.span(i)`: dimension i of a shape (or item i of a tuple)."""
+        items = value.dims if isinstance(value, Shape) else value.items
+        if len(args) != 1:
+            self.error("a dimension is selected with one index: s(i)", span)
+            return Scalar("s32")
+        index_value = self._expr(args[0])
+        index = index_value.const if isinstance(index_value, Scalar) else None
+        if isinstance(index, int):
+            if not -len(items) <= index < len(items):
+                self.error(f"dimension {index} is out of range for a rank-{len(items)} shape", args[0].span)
+                return Scalar("s32")
+            return Scalar("s32", items[index])
+        return Scalar("s32")
+
+    def _check_index(self, index: ast.Expr, extent: Dim, what: str) -> None:
+        value = self._int_expr(index, "an index")
+        const = value.const if isinstance(value, Scalar) else None
+        if isinstance(const, int) and isinstance(extent, int) and not 0 <= const < extent:
+            self.error(f"index {const} is out of range for {what} (extent {extent})", index.span)
+
+    def _rank_check(self, data: Data, args: Sequence[ast.Expr], expr: ast.Expr, method: str) -> bool:
+        if len(args) != len(data.dims):
+            self.error(
+                f"'.{method}' takes {len(data.dims)} index(es) for {len(data.dims)}-dimensional data "
+                f"{data.describe()}, got {len(args)}",
+                expr.span,
+            )
+            for arg in args:
+                self._expr(arg)
+            return False
+        return True
+
+    def _future_data(self, expr: ast.Expr) -> Data | None:
+        symbol = self._symbol_of_name(expr)
+        if symbol is None or symbol.future is None:
+            return None
+        return symbol.future.destination
+
+    def _swizzle(self, operation: ast.Operation) -> int | None:
+        if "swiz" not in operation.qualifiers:
+            return None
+        text = operation.template_args.get("swiz")
+        try:
+            swizzle = int(text or "", 0)
+        except ValueError:
+            swizzle = -1
+        if swizzle not in SWIZZLES:
+            self.error(
+                f"'.swiz<{text}>' is not a swizzle: the swizzle must be 32, 64 or 128 (bytes)",
+                operation.op_span,
+            )
+            return None
+        return swizzle
+
+    def _unknown_operation(self, operation: ast.Operation, known: str) -> None:
+        self.error(f"unknown operation '{operation.text}'; {known}", operation.op_span)
+
+    def _dim(self, expr: ast.Expr) -> Dim:
+        return self._dim_of(expr, self._expr(expr))
+
+    def _dim_of(self, expr: ast.Expr, value: Value) -> Dim:
+        """The compile-time integer (or symbolic text) an expression stands for, as a dimension."""
+        if isinstance(value, Scalar) and value.const is not None:
+            return value.const
+        if isinstance(value, Bounded):
+            return expression(expr)
+        if isinstance(value, Scalar) and value.type in INT_TYPES:
+            return expression(expr)
+        if not isinstance(value, Unknown):
+            self.error(f"a dimension must be an integer, got {value.describe()}", expr.span)
+        return "?"
+
+    def _positive_count(self, expr: ast.Expr, what: str) -> Dim:
+        dim = self._dim(expr)
+        if isinstance(dim, int) and dim <= 0:
+            self.error(f"the {what} must be positive, got {dim}", expr.span)
+        return dim
+
+    def _symbols_in(self, expr: ast.Expr) -> list[Symbol]:
+        return [
+            self.info.symbol_of[id(node)]
+            for node in ast.walk_expr(expr)
+            if isinstance(node, ast.Name) and id(node) in self.info.symbol_of
+        ]
+
+
+def type_ref_text(ref: ast.TypeRef) -> str:
+    if ref.shape is None:
+        return ref.name
+    return f"{ref.name} [{expressions(ref.shape)}]"

@@ -1,0 +1,243 @@
+"""Expressions: literals, arithmetic with C promotion, shapes and tuples, calls of built-ins."""
+
+from __future__ import annotations
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.builtins import BUILTINS, FUTURE_BUILTINS
+from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.values import (
+    ELEMENT_BYTES,
+    FLOAT_TYPES,
+    INT_TYPES,
+    UNKNOWN,
+    Bounded,
+    Builtin,
+    Data,
+    Dim,
+    ITuple,
+    Scalar,
+    Shape,
+    Unknown,
+    Value,
+    fold,
+    product,
+    promote,
+)
+from choreo_kernel.compiler.semantics import cint
+
+
+class ExpressionRules(ResolverBase):
+    """Expressions: literals, arithmetic with C promotion, shapes and tuples, calls of built-ins."""
+
+    def _expr_Name(self, expr: ast.Name) -> Value:
+        if expr.id == "_":
+            return UNKNOWN
+        symbol = self._lookup(expr)
+        if symbol is None:
+            return Builtin(expr.id) if expr.id in BUILTINS else UNKNOWN
+        return symbol.value
+
+    def _expr_IntLiteral(self, expr: ast.IntLiteral) -> Value:
+        literal = cint.literal_type(expr.value, expr.unsigned)
+        if literal is None:
+            self.error(f"the integer literal {expr.value} does not fit in 64 bits", expr.span)
+            return UNKNOWN
+        return Scalar(literal, expr.value)
+
+    def _expr_FloatLiteral(self, expr: ast.FloatLiteral) -> Value:
+        return Scalar("f32" if expr.single else "f64")
+
+    def _expr_BoolLiteral(self, expr: ast.BoolLiteral) -> Value:
+        return Scalar("bool", int(expr.value))
+
+    def _expr_StringLiteral(self, expr: ast.StringLiteral) -> Value:
+        self.error("strings are only allowed in print statements", expr.span)
+        return UNKNOWN
+
+    def _expr_Paren(self, expr: ast.Paren) -> Value:
+        return self._expr(expr.inner)
+
+    def _expr_AnyDim(self, expr: ast.AnyDim) -> Value:
+        self.error("'?' (any size) is only allowed in parameter shapes", expr.span)
+        return UNKNOWN
+
+    def _expr_TypeSize(self, expr: ast.TypeSize) -> Value:
+        return Scalar("s32", ELEMENT_BYTES.get(expr.type_name, 4))
+
+    def _expr_Cast(self, expr: ast.Cast) -> Value:
+        value = self._expr(expr.operand)
+        if not isinstance(value, (Scalar, Bounded, Unknown)):
+            self.error(f"only scalars can be cast, got {value.describe()}", expr.operand.span)
+        return Scalar(expr.type_name)
+
+    def _expr_TupleLiteral(self, expr: ast.TupleLiteral) -> Value:
+        return ITuple(tuple(self._dim_of(item, self._expr(item)) for item in expr.items))
+
+    def _expr_ListLiteral(self, expr: ast.ListLiteral) -> Value:
+        return Shape(self._shape_dims(expr.items))
+
+    def _expr_ElementCount(self, expr: ast.ElementCount) -> Value:
+        value = self._expr(expr.operand)
+        if isinstance(value, Shape):
+            return Scalar("s32", product(value.dims))
+        if isinstance(value, Data):
+            return Scalar("s32", product(value.dims))
+        if not isinstance(value, Unknown):
+            self.error(f"'|x|' is the element count of a shape; this is {value.describe()}", expr.span)
+        return Scalar("s32")
+
+    def _expr_Ternary(self, expr: ast.Ternary) -> Value:
+        self._condition(expr.condition)
+        then = self._expr(expr.then)
+        otherwise = self._expr(expr.otherwise)
+        if isinstance(then, Scalar) and isinstance(otherwise, Scalar):
+            return Scalar(promote(then.type, otherwise.type) or then.type)
+        return then if not isinstance(then, Unknown) else otherwise
+
+    def _expr_Unary(self, expr: ast.Unary) -> Value:
+        value = self._expr(expr.operand)
+        if expr.op == "#":
+            if isinstance(value, Bounded):
+                return Scalar("s32", value.bound)
+            if not isinstance(value, Unknown):
+                self.error(f"'#' gives the bound of a bounded value; this is {value.describe()}", expr.span)
+            return Scalar("s32")
+        if expr.op == "&":
+            self.error("taking an address ('&') is not supported", expr.span)
+            return UNKNOWN
+        if isinstance(value, Shape) and expr.op in "+-":
+            return Shape(tuple(fold("*", -1, d) if expr.op == "-" else d for d in value.dims))
+        if isinstance(value, Bounded):
+            return Scalar("s32")
+        if isinstance(value, Scalar):
+            if expr.op == "!":
+                return Scalar("bool")
+            if expr.op == "~" and value.type in FLOAT_TYPES:
+                self.error(f"'~' needs an integer operand, got {value.type}", expr.span)
+            const = fold("*", -1, value.const) if expr.op == "-" and value.const is not None else None
+            return Scalar(value.type, const if expr.op != "~" else None)
+        if not isinstance(value, Unknown):
+            self.error(f"'{expr.op}' cannot apply to {value.describe()}", expr.span)
+        return UNKNOWN
+
+    def _expr_IncDec(self, expr: ast.IncDec) -> Value:
+        return self._incdec(expr)
+
+    def _expr_Binary(self, expr: ast.Binary) -> Value:
+        left = self._expr(expr.left)
+        right = self._expr(expr.right)
+        op = expr.op
+        if op == "#":
+            if isinstance(left, Bounded) and isinstance(right, Bounded):
+                return Bounded(fold("*", left.bound, right.bound))
+            for side, value in ((expr.left, left), (expr.right, right)):
+                if not isinstance(value, (Bounded, Unknown)):
+                    self.error(f"'#' composes two bounded values; this is {value.describe()}", side.span)
+            return UNKNOWN
+        if isinstance(left, (Shape, ITuple)) or isinstance(right, (Shape, ITuple)):
+            return self._shape_arithmetic(expr, left, right)
+        if isinstance(left, Unknown) or isinstance(right, Unknown):
+            return UNKNOWN
+        for side, value in ((expr.left, left), (expr.right, right)):
+            if not isinstance(value, (Scalar, Bounded)):
+                self.error(f"'{op}' cannot apply to {value.describe()}", side.span)
+                return UNKNOWN
+        left_type = left.type if isinstance(left, Scalar) else "s32"
+        right_type = right.type if isinstance(right, Scalar) else "s32"
+        if {left_type, right_type} == {"f16", "bf16"}:
+            self.error(
+                f"f16 and bf16 are mixed in one expression ({left_type} {op} {right_type}); cast one side first",
+                expr.span,
+            )
+            return UNKNOWN
+        if op in ("%", "<<", ">>", "&", "|", "^") and (left_type in FLOAT_TYPES or right_type in FLOAT_TYPES):
+            self.error(f"'{op}' needs integer operands, got {left_type} and {right_type}", expr.span)
+            return UNKNOWN
+        if op in ("==", "!=", "<", ">", "<=", ">=", "&&", "||"):
+            return Scalar("bool")
+        if isinstance(left, Bounded) and isinstance(right, Scalar) and right_type in INT_TYPES:
+            return left
+        if isinstance(right, Bounded) and isinstance(left, Scalar) and left_type in INT_TYPES and op in "+*":
+            return right
+        result = promote(left_type, right_type) or left_type
+        const = None
+        left_const = left.const if isinstance(left, Scalar) else None
+        right_const = right.const if isinstance(right, Scalar) else None
+        if left_const is not None and right_const is not None and op in "+-*/%" and result in INT_TYPES:
+            const = fold(op, left_const, right_const)
+            if op in "/%" and right_const == 0:
+                self.error("division by zero", expr.span)
+        return Scalar(result, const)
+
+    def _shape_arithmetic(self, expr: ast.Binary, left: Value, right: Value) -> Value:
+        def items(value: Value) -> tuple[Dim, ...] | None:
+            if isinstance(value, Shape):
+                return value.dims
+            if isinstance(value, ITuple):
+                return value.items
+            return None
+
+        left_items, right_items = items(left), items(right)
+        if expr.op not in ("+", "-", "*", "/", "%"):
+            self.error(f"'{expr.op}' does not apply to shapes", expr.span)
+            return UNKNOWN
+        if left_items is not None and right_items is not None:
+            if len(left_items) != len(right_items):
+                self.error(
+                    f"'{expr.op}' on shapes of ranks {len(left_items)} and {len(right_items)}", expr.span
+                )
+                return UNKNOWN
+            dims = tuple(fold(expr.op, a, b) for a, b in zip(left_items, right_items))
+        elif left_items is not None:
+            scalar = self._dim_of(expr.right, right)
+            dims = tuple(fold(expr.op, a, scalar) for a in left_items)
+        else:
+            assert right_items is not None
+            scalar = self._dim_of(expr.left, left)
+            dims = tuple(fold(expr.op, scalar, b) for b in right_items)
+        return Shape(dims) if isinstance(left, Shape) or isinstance(right, Shape) else ITuple(dims)
+
+    def _expr_Call(self, expr: ast.Call) -> Value:
+        callee = expr.callee
+        if isinstance(callee, ast.Name) and self.scope.lookup(callee.id) is None and callee.id in BUILTINS:
+            return self._builtin_call(callee.id, expr)
+        target = self._expr(callee)
+        if isinstance(target, (Shape, ITuple)):
+            return self._dimension_of(target, expr.args, expr.span)
+        if isinstance(target, Bounded):
+            # j(k): the value k of a with-variable's range; j(-1) is #j - 1 (12.8).
+            if len(expr.args) != 1:
+                self.error("a range value takes one index: j(k)", expr.span)
+            for arg in expr.args:
+                self._int_expr(arg, "a range index")
+            return Scalar("s32")
+        if isinstance(callee, ast.Name) and self.scope.lookup(callee.id) is None:
+            for arg in expr.args:
+                self._expr(arg)
+            return UNKNOWN
+        if not isinstance(target, Unknown):
+            self.error(f"{target.describe()} cannot be called", callee.span)
+        return UNKNOWN
+
+    def _builtin_call(self, name: str, expr: ast.Call) -> Value:
+        args = [self._expr(arg) for arg in expr.args]
+        if name in FUTURE_BUILTINS:
+            self.error(f"'{name}(...)' is a statement, not a value", expr.span)
+            return UNKNOWN
+        arity = 2 if name in ("cdiv", "__max", "__min") else 1
+        if len(args) != arity:
+            self.error(f"'{name}' takes {arity} argument(s), got {len(args)}", expr.span)
+            return UNKNOWN
+        if name == "cdiv":
+            dims = [self._dim_of(arg, value) for arg, value in zip(expr.args, args)]
+            a, b = dims
+            if isinstance(a, int) and isinstance(b, int) and b != 0:
+                return Scalar("s32", cint.cdiv(a, b))
+            return Scalar("s32", fold("/", fold("-", fold("+", a, b), 1), b))
+        types = [v.type if isinstance(v, Scalar) else "s32" for v in args if isinstance(v, (Scalar, Bounded))]
+        if len(types) != len(args):
+            return UNKNOWN
+        if name in ("__max", "__min", "__abs"):
+            return Scalar(promote(*types) or types[0]) if len(types) == 2 else Scalar(types[0])
+        result = types[0] if types[0] in FLOAT_TYPES else "f32"
+        return Scalar(result)

@@ -1,0 +1,298 @@
+"""Matrix operations: operand shapes, accumulator shape, and what WGMMA on sm_90a can run.
+
+`mma.row.row acc, a, b` is acc += a * b^T with a [M, K] and b [N, K];
+`mma.row.col` takes b as [K, N]; a `col` first qualifier takes a as [K, M]
+(language.md 9).  On Hopper the operation runs on one warpgroup (a `group-4`
+scope) with M a multiple of 64, N a multiple of 8 up to 256 and K a multiple
+of 16 (16-bit types) or 32 (8-bit types)."""
+
+from __future__ import annotations
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler.analysis.values import (
+    ELEMENT_BYTES,
+    Accumulator,
+    BufferArray,
+    Data,
+    Dim,
+    Fragment,
+    FutureInfo,
+    Symbol,
+    Tiling,
+    Unknown,
+    known_mismatch,
+    shape_text,
+)
+from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.semantics.levels import Level, Storage
+
+WGMMA_TYPES = {"f16": 16, "bf16": 16, "tf32": 8, "f8_e4m3": 32, "f8_e5m2": 32, "s8": 32, "u8": 32}
+
+
+class MmaRules(ResolverBase):
+    """The mma statements: fill, load, store and the multiply itself."""
+
+    def _mma(self, stmt: ast.OperationStmt, context: Context) -> FutureInfo | Accumulator | Fragment | None:
+        operation = stmt.operation
+        words = [q for q in operation.qualifiers if q not in ("async",)]
+        args = operation.args
+        if words and words[0] == "fill":
+            return self._mma_fill(stmt, words, context)
+        if words and words[0] == "load":
+            self._swizzle(operation)
+            if len(args) != 1:
+                self.error("'mma.load' takes one operand tile", operation.span)
+                return None
+            value = self._expr(args[0])
+            if isinstance(value, Tiling):
+                value = value.tile()
+            if not isinstance(value, (Data, Unknown)):
+                self.error(f"'mma.load' loads spanned data, got {value.describe()}", args[0].span)
+                return None
+            return Fragment(value) if isinstance(value, Data) else None
+        if words and words[0] == "store":
+            self._mma_store(stmt, context)
+            return None
+        if len(words) >= 2 and words[0] in ("row", "col") and words[1] in ("row", "col") and len(words) == 2:
+            return self._mma_exec(stmt, words[0], words[1], context)
+        if words and words[0] in ("commit", "wait"):
+            self.error(
+                f"'{operation.text}' is not part of the language: the compiler derives WGMMA commit groups "
+                "and wait depths from the futures you wait (futures.md)",
+                operation.op_span,
+            )
+            return None
+        self._unknown_operation(
+            operation,
+            "expected mma.fill, mma.load, mma.row.row, mma.row.col, mma.col.row, mma.col.col or mma.store",
+        )
+        return None
+
+    def _mma_fill(self, stmt: ast.OperationStmt, words: list[str], context: Context) -> Accumulator | None:
+        operation = stmt.operation
+        elem = words[1] if len(words) > 1 else "f32"
+        if elem not in ("f32", "f16", "s32"):
+            self.error(f"an accumulator is f32 or f16, not '{elem}'", operation.op_span)
+            elem = "f32"
+        if stmt.result is not None:
+            if len(operation.args) != 1:
+                self.error("'acc = mma.fill.f32 VALUE;' takes one value", operation.span)
+            for arg in operation.args:
+                self._expr(arg)
+            return Accumulator(elem)
+        if len(operation.args) != 2:
+            self.error("'mma.fill ACC, VALUE;' takes an accumulator and a value", operation.span)
+            return None
+        accumulator = self._expr(operation.args[0])
+        self._expr(operation.args[1])
+        if not isinstance(accumulator, (Accumulator, Unknown)):
+            self.error(
+                f"'mma.fill' re-initializes an accumulator; this is {accumulator.describe()}",
+                operation.args[0].span,
+            )
+        return None
+
+    def _mma_store(self, stmt: ast.OperationStmt, context: Context) -> None:
+        operation = stmt.operation
+        if len(operation.args) != 2:
+            self.error("'mma.store ACC, DST;' takes an accumulator and a destination", operation.span)
+            return
+        accumulator = self._expr(operation.args[0])
+        destination = self._expr(operation.args[1])
+        if isinstance(destination, Tiling):
+            destination = destination.tile()
+        if not isinstance(accumulator, (Accumulator, Unknown)):
+            self.error(
+                f"'mma.store' stores an accumulator; this is {accumulator.describe()}", operation.args[0].span
+            )
+            return
+        if not isinstance(destination, (Data, Unknown)):
+            self.error(
+                f"'mma.store' writes spanned data; this is {destination.describe()}", operation.args[1].span
+            )
+            return
+        symbol = self._symbol_of_name(operation.args[0])
+        if isinstance(destination, Data):
+            if destination.storage == Storage.LOCAL:
+                self.error("'mma.store' writes shared or global memory, not local", operation.args[1].span)
+            shape = symbol.accumulator_shape if symbol is not None else None
+            if shape is not None and known_mismatch(shape, destination.dims):
+                self.error(
+                    f"'mma.store' of a {shape_text(shape)} accumulator into {shape_text(destination.dims)} data",
+                    operation.span,
+                )
+
+    def _mma_exec(
+        self, stmt: ast.OperationStmt, a_layout: str, b_layout: str, context: Context
+    ) -> FutureInfo | None:
+        operation = stmt.operation
+        if len(operation.args) != 3:
+            self.error(f"'{operation.text}' takes an accumulator and two operands: ACC, A, B", operation.span)
+            for arg in operation.args:
+                self._expr(arg)
+            return None
+        acc_expr, a_expr, b_expr = operation.args
+        accumulator = self._expr(acc_expr)
+        a = self._operand(a_expr)
+        b = self._operand(b_expr)
+        symbol = self._symbol_of_name(acc_expr)
+        accumulator_name = acc_expr.id if isinstance(acc_expr, ast.Name) else None
+        info = FutureInfo(operation, stmt, "mma", operation.is_async, accumulator=accumulator_name)
+        if not isinstance(accumulator, (Accumulator, Unknown)):
+            self.error(
+                f"the first operand of '{operation.text}' must be an accumulator (from mma.fill), "
+                f"got {accumulator.describe()}",
+                acc_expr.span,
+            )
+            return info
+        if Level.WARPGROUP not in context.level_kinds:
+            self.hopper_rule(
+                f"'{operation.text}' must run on a warpgroup: on target cuda (sm_90a, WGMMA) put it inside a "
+                "'group-4' scope (for example 'parallel wg by 1 : group-4 { ... }')",
+                operation.op_span,
+            )
+        if a is None or b is None:
+            return info
+        if len(a.dims) != 2 or len(b.dims) != 2:
+            self.error(
+                f"'{operation.text}' needs two-dimensional operands, got a {shape_text(a.dims)} and b {shape_text(b.dims)}",
+                operation.span,
+            )
+            return info
+        m, k_a = (a.dims[0], a.dims[1]) if a_layout == "row" else (a.dims[1], a.dims[0])
+        n, k_b = (b.dims[0], b.dims[1]) if b_layout == "row" else (b.dims[1], b.dims[0])
+        if isinstance(k_a, int) and isinstance(k_b, int) and k_a != k_b:
+            self.error(
+                f"'{operation.text}': the K extents of the operands differ: a is {shape_text(a.dims)} (K = {k_a}), "
+                f"b is {shape_text(b.dims)} (K = {k_b})",
+                operation.span,
+            )
+            return info
+        if a.elem != b.elem:
+            self.error(
+                f"'{operation.text}': operand types differ: a is {a.elem}, b is {b.elem}", operation.span
+            )
+            return info
+        self._check_hopper_shape(operation, a.elem, m, n, k_a, accumulator, context)
+        for name, operand in (("a", a), ("b", b)):
+            self._check_swizzle(operand, operation)
+            rows = operand.dims[0]
+            if isinstance(rows, int) and rows % 8 != 0:
+                self.hopper_rule(
+                    f"operand {name} of '{operation.text}' ({operand.root}) has {rows} rows; a WGMMA operand tile "
+                    "needs a multiple of 8 rows",
+                    operation.span,
+                )
+        if symbol is not None and isinstance(accumulator, Accumulator):
+            self._infer_accumulator(symbol, (m, n), operation, acc_expr)
+            self._check_accumulator_owner(symbol, operation, context)
+        return info
+
+    def _check_swizzle(self, operand: Data, operation: ast.Operation) -> None:
+        """A swizzle wider than the buffer's rows gives a layout that WGMMA cannot read (12.6)."""
+        written = self.swizzle_of.get(operand.root)
+        symbol = self.scope.lookup(operand.root)
+        if written is None or symbol is None:
+            return
+        buffer = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+        if not isinstance(buffer, Data) or not buffer.dims or not isinstance(buffer.dims[-1], int):
+            return
+        swizzle, span = written
+        row_bytes = buffer.dims[-1] * ELEMENT_BYTES.get(buffer.elem, 2)
+        if swizzle > row_bytes:
+            self.hopper_rule(
+                f"WGMMA cannot read '{operand.root}': its rows are {row_bytes} bytes but it was loaded with a "
+                f"{swizzle}-byte swizzle; use .swiz<{self._widest_swizzle(row_bytes)}> "
+                "or let the compiler choose",
+                operation.span,
+                Note(f"'{operand.root}' is written with .swiz<{swizzle}> here", span),
+                Note(f"'{operand.root}' is declared here", symbol.span),
+            )
+
+    def _widest_swizzle(self, row_bytes: int) -> int:
+        return max((s for s in (32, 64, 128) if s <= row_bytes), default=32)
+
+    def _operand(self, expr: ast.Expr) -> Data | None:
+        value = self._expr(expr)
+        if isinstance(value, Tiling):
+            value = value.tile()
+        if isinstance(value, Fragment):
+            return value.data
+        if isinstance(value, Data):
+            if value.storage != Storage.SHARED:
+                self.hopper_rule(
+                    f"an MMA operand is a shared-memory tile or an mma.load fragment; '{value.root}' is {value.storage}",
+                    expr.span,
+                )
+            return value
+        if not isinstance(value, Unknown):
+            self.error(
+                f"an MMA operand must be a tile or an mma.load fragment, got {value.describe()}", expr.span
+            )
+        return None
+
+    def _check_hopper_shape(
+        self,
+        operation: ast.Operation,
+        elem: str,
+        m: Dim,
+        n: Dim,
+        k: Dim,
+        accumulator: object,
+        context: Context,
+    ) -> None:
+        if elem not in WGMMA_TYPES:
+            self.hopper_rule(
+                f"WGMMA on target cuda (sm_90a) takes f16, bf16, tf32, f8 or 8-bit integer operands, not {elem}",
+                operation.span,
+            )
+            return
+        k_unit = WGMMA_TYPES[elem]
+        problems = []
+        if isinstance(m, int) and m % 64 != 0:
+            problems.append(f"M a multiple of 64 per warpgroup (got {m})")
+        if isinstance(n, int) and (n % 8 != 0 or not 8 <= n <= 256):
+            problems.append(f"N a multiple of 8 from 8 to 256 (got {n})")
+        if isinstance(k, int) and k % k_unit != 0:
+            problems.append(f"K a multiple of {k_unit} for {elem} (got {k})")
+        if problems:
+            self.hopper_rule(
+                f"the MMA shape m{m}n{n}k{k} cannot run on target cuda (sm_90a): WGMMA needs "
+                + ", ".join(problems),
+                operation.span,
+            )
+        if isinstance(accumulator, Accumulator) and accumulator.elem == "f16" and elem != "f16":
+            self.hopper_rule(f"an f16 accumulator needs f16 operands, got {elem}", operation.span)
+
+    def _infer_accumulator(
+        self, symbol: Symbol, shape: tuple[Dim, Dim], operation: ast.Operation, acc_expr: ast.Expr
+    ) -> None:
+        """The accumulator's shape is taken from its first use; later uses must agree."""
+        existing = symbol.accumulator_shape
+        if existing is None:
+            symbol.accumulator_shape = shape
+            return
+        if any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(existing, shape)):
+            self.error(
+                f"accumulator '{symbol.name}' is {shape_text(existing)} from its first use, "
+                f"but this MMA produces {shape_text(shape)}",
+                acc_expr.span,
+            )
+
+    def _check_accumulator_owner(self, symbol: Symbol, operation: ast.Operation, context: Context) -> None:
+        """An accumulator declared above the warpgroup level must serve exactly one warpgroup (12.5)."""
+        declaration = getattr(symbol, "declaration", None)
+        declared_context = self.info.context_of.get(id(declaration))
+        if declared_context is None or Level.WARPGROUP in declared_context.level_kinds:
+            return
+        for scope in context.levels:
+            if scope.level == Level.WARPGROUP and isinstance(scope.count, int) and scope.count > 1:
+                self.error(
+                    f"accumulator '{symbol.name}' is declared outside the warpgroup scope, but "
+                    f"{scope.count} warpgroups run this MMA: declare it inside the 'group-4' scope, one per warpgroup",
+                    operation.span,
+                    Note("the accumulator is declared here", symbol.span),
+                )
+                return

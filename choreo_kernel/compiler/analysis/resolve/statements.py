@@ -1,0 +1,445 @@
+"""Statements: declarations, storage, parallel levels, loops, control flow, waits and triggers."""
+
+from __future__ import annotations
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis import levels
+from choreo_kernel.compiler.analysis.builtins import FUTURE_BUILTINS
+from choreo_kernel.compiler.analysis.resolve.base import ResolverBase, type_ref_text
+from choreo_kernel.compiler.analysis.scope import Context, LevelScope
+from choreo_kernel.compiler.analysis.values import (
+    FLOAT_TYPES,
+    INT_TYPES,
+    UNKNOWN,
+    Bounded,
+    BufferArray,
+    Data,
+    Dim,
+    Event,
+    EventSlot,
+    Future,
+    ITuple,
+    Scalar,
+    Shape,
+    Symbol,
+    Unknown,
+    Value,
+    known_mismatch,
+    product,
+    shape_text,
+)
+from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.printer import expression
+from choreo_kernel.compiler.semantics.levels import Storage
+
+
+class StatementRules(ResolverBase):
+    """Statements: declarations, storage, parallel levels, loops, control flow, waits and triggers."""
+
+    def _stmt_Block(self, stmt: ast.Block, context: Context) -> None:
+        self._body(stmt, context)
+
+    def _stmt_Empty(self, stmt: ast.Empty, context: Context) -> None:
+        pass
+
+    def _stmt_Unsupported(self, stmt: ast.Unsupported, context: Context) -> None:
+        if stmt.what == "call":
+            self.error(
+                "'call' of device functions is not supported: choreo-kernel compiles whole "
+                "__co__ functions; write the computation in Choreo",
+                stmt.span,
+            )
+        elif stmt.what == "print":
+            self.sink.warning("print statements are ignored by this compiler", stmt.span)
+        else:
+            self.sink.warning(f"this {stmt.what} is ignored by this compiler", stmt.span)
+        if stmt.inner is not None:
+            self._statement(stmt.inner, context)
+
+    def _stmt_BufferDecl(self, stmt: ast.BufferDecl, context: Context) -> None:
+        storage = Storage.named(stmt.storage or "") or (
+            Storage.GLOBAL
+            if not context.in_parallel
+            else Storage.LOCAL
+            if context.below_block
+            else Storage.SHARED
+        )
+        self.info.storage_of[id(stmt)] = storage
+        self._check_storage(storage, stmt.name, stmt.span, context, "buffer")
+        dims = self._shape_dims(stmt.shape)
+        data = Data(stmt.elem_type, dims, storage, stmt.name)
+        value: Value = data
+        if stmt.array_dims:
+            value = BufferArray(
+                data, tuple(self._positive_count(d, "buffer array size") for d in stmt.array_dims)
+            )
+        for item in stmt.init or ():
+            self._expr(item)
+        self._declare(
+            Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
+        )
+
+    def _stmt_ScalarDecl(self, stmt: ast.ScalarDecl, context: Context) -> None:
+        if stmt.storage == Storage.SHARED and not context.in_block:
+            self._check_storage(Storage.SHARED, stmt.name, stmt.span, context, "scalar")
+        value: Value = Scalar(stmt.type_name) if stmt.type_name else UNKNOWN
+        if stmt.init is not None:
+            init = self._expr(stmt.init)
+            if stmt.type_name is None:
+                value = init
+            else:
+                self._check_assignable(stmt.type_name, init, stmt.init.span)
+                const = init.const if isinstance(init, Scalar) and not stmt.mutable else None
+                value = Scalar(stmt.type_name, const)
+        symbol = Symbol(stmt.name, value, stmt.name_span, stmt.mutable, stmt, origin="scalar")
+        self._declare(symbol, stmt.name_span)
+
+    def _stmt_EventDecl(self, stmt: ast.EventDecl, context: Context) -> None:
+        storage = Storage.named(stmt.storage or "") or Storage.SHARED
+        if storage != Storage.SHARED:
+            self.hopper_rule(
+                f"event '{stmt.name}' is {storage}; on CUDA events are 'shared' (one per block): "
+                f"declare 'shared event {stmt.name};' inside the block",
+                stmt.name_span,
+            )
+        elif not context.in_block:
+            self.error(
+                f"event '{stmt.name}' is declared outside every parallel; shared events exist once per "
+                "block: declare it inside a 'block' level parallel",
+                stmt.span,
+            )
+        dims = tuple(self._positive_count(d, "event array size") for d in stmt.dims)
+        event = Event(dims, stmt.ready, storage)
+        self._declare(
+            Symbol(stmt.name, event, stmt.name_span, declaration=stmt, origin="event"), stmt.name_span
+        )
+
+    def _stmt_ShapeDecl(self, stmt: ast.ShapeDecl, context: Context) -> None:
+        value = self._expr(stmt.value)
+        if isinstance(value, ITuple):
+            value = Shape(value.items)
+        if not isinstance(value, (Shape, Unknown)):
+            self.error(
+                f"'{stmt.name} : ...' needs a shape such as [128, 64], got {value.describe()}",
+                stmt.value.span,
+            )
+            value = UNKNOWN
+        if isinstance(value, Shape) and stmt.rank is not None and stmt.rank != len(value.dims):
+            self.error(
+                f"mdspan<{stmt.rank}> '{stmt.name}' is given a shape of rank {len(value.dims)}",
+                stmt.value.span,
+            )
+        self._declare(
+            Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="shape"), stmt.name_span
+        )
+
+    def _stmt_TupleDecl(self, stmt: ast.TupleDecl, context: Context) -> None:
+        value = self._expr(stmt.value)
+        if isinstance(value, Shape):
+            value = ITuple(value.dims)
+        if isinstance(value, ITuple) and stmt.size is not None and stmt.size != len(value.items):
+            self.error(
+                f"ituple<{stmt.size}> '{stmt.name}' is given {len(value.items)} items", stmt.value.span
+            )
+        self._declare(
+            Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="tuple"), stmt.name_span
+        )
+
+    def _stmt_Parallel(self, stmt: ast.Parallel, context: Context) -> None:
+        if not context.in_parallel:
+            self.kernel = stmt
+        filled, nests = levels.fill_levels(stmt, context, self.sink)
+        self.info.levels_of[id(stmt)] = filled
+        if not nests:
+            self.badly_nested.add(id(self.kernel))
+        entered = list(context.levels)
+        names: list[tuple[ast.Name, Value, ast.Parallel]] = []
+        for clause, level in zip(stmt.clauses, filled):
+            counts = self._parallel_counts(clause, level)
+            self.info.counts_of[id(clause)] = counts
+            entered.append(LevelScope(level, product(counts), clause))
+            variables = clause.variables.names if clause.variables else ()
+            if clause.variables is not None and len(variables) != len(counts):
+                self.error(
+                    f"{len(variables)} parallel variable(s) but {len(counts)} count(s)", clause.variables.span
+                )
+            for variable, count in zip(variables, counts):
+                names.append((variable, Bounded(count), stmt))
+        if stmt.is_async and context.in_parallel:
+            self.error(
+                "'parallel.async' is only allowed on the outermost parallel; an inner level cannot be "
+                "launched asynchronously",
+                stmt.span,
+            )
+        inner = context.enter(levels=tuple(entered))
+
+        def declare() -> None:
+            seen: set[str] = set()
+            for variable, value, node in names:
+                if variable.id in seen:
+                    self.error(f"parallel variable '{variable.id}' is used twice", variable.span)
+                seen.add(variable.id)
+                self._declare(
+                    Symbol(variable.id, value, variable.span, declaration=node, origin="parallel"),
+                    variable.span,
+                )
+
+        self._body(stmt.body, inner, declare)
+
+    def _parallel_counts(self, clause: ast.ParallelClause, level: str) -> tuple[Dim, ...]:
+        items = clause.count.items if isinstance(clause.count, ast.ListLiteral) else (clause.count,)
+        counts: list[Dim] = []
+        for item in items:
+            value = self._expr(item)
+            if isinstance(value, Shape):
+                counts.extend(value.dims)
+                continue
+            if isinstance(value, Scalar) and value.type in FLOAT_TYPES:
+                self.error(f"the count of a '{level}' level must be an integer, got {value.type}", item.span)
+            dim = self._dim_of(item, value)
+            if isinstance(dim, int) and dim <= 0:
+                self.error(f"the count of a '{level}' level must be positive, got {dim}", item.span)
+            counts.append(dim)
+        return tuple(counts)
+
+    def _stmt_Foreach(self, stmt: ast.Foreach, context: Context) -> None:
+        extent = self._expr(stmt.extent)
+        if isinstance(stmt.extent, ast.ListLiteral):
+            bounds = self._shape_dims(stmt.extent.items)
+        elif isinstance(extent, (Shape, ITuple)):
+            bounds = extent.dims if isinstance(extent, Shape) else extent.items
+        else:
+            bounds = (self._dim_of(stmt.extent, extent),)
+        variables = stmt.variables.names
+        if len(variables) != len(bounds):
+            self.error(f"{len(variables)} loop variable(s) but {len(bounds)} extent(s)", stmt.variables.span)
+        inner = context.enter(loops=(*context.loops, stmt))
+
+        def declare() -> None:
+            for variable, bound in zip(variables, bounds):
+                self._declare(
+                    Symbol(variable.id, Bounded(bound), variable.span, declaration=stmt, origin="foreach"),
+                    variable.span,
+                )
+
+        self._body(stmt.body, inner, declare)
+
+    def _stmt_ForeachRange(self, stmt: ast.ForeachRange, context: Context) -> None:
+        rebound: list[tuple[ast.Name, Symbol]] = []
+        for item in stmt.items:
+            symbol = self._lookup(item.name)
+            if symbol is not None and symbol.origin != "with":
+                self.error(
+                    f"'foreach {item.name.id}' iterates a 'with' variable, but '{item.name.id}' is a "
+                    f"{symbol.value.describe()}",
+                    item.name.span,
+                )
+            for part in (item.start, item.stop, item.step):
+                if part is not None:
+                    self._int_expr(part, "a range bound")
+            if isinstance(item.step, ast.IntLiteral) and item.step.value == 0:
+                self.error("the step of a range cannot be 0", item.step.span)
+            if symbol is not None:
+                rebound.append((item.name, symbol))
+        inner = context.enter(loops=(*context.loops, stmt))
+
+        def declare() -> None:
+            for name, symbol in rebound:
+                self.scope.symbols[name.id] = Symbol(
+                    name.id, symbol.value, name.span, declaration=stmt, origin="foreach"
+                )
+
+        self._body(stmt.body, inner, declare)
+
+    def _stmt_With(self, stmt: ast.With, context: Context) -> None:
+        declared: list[Symbol] = []
+        for binding in stmt.bindings:
+            extent = self._expr(binding.extent)
+            if isinstance(binding.extent, ast.ListLiteral):
+                bounds = self._shape_dims(binding.extent.items)
+            elif isinstance(extent, Shape):
+                bounds = extent.dims
+            else:
+                bounds = (self._dim_of(binding.extent, extent),)
+            names = binding.variables.names
+            if len(names) != len(bounds):
+                self.error(f"{len(names)} variable(s) but {len(bounds)} extent(s)", binding.variables.span)
+            for name, bound in zip(names, bounds):
+                declared.append(Symbol(name.id, Bounded(bound), name.span, declaration=stmt, origin="with"))
+            if binding.variables.group is not None:
+                group = binding.variables.group
+                declared.append(
+                    Symbol(group.id, ITuple(tuple(bounds)), group.span, declaration=stmt, origin="with")
+                )
+        if stmt.where is not None:
+            self.sink.warning("the 'where' clause is ignored by this compiler", stmt.span)
+
+        def declare() -> None:
+            for symbol in declared:
+                self._declare(symbol, symbol.span)
+
+        self._body(stmt.body, context, declare)
+
+    def _stmt_If(self, stmt: ast.If, context: Context) -> None:
+        self._condition(stmt.condition)
+        self._body(stmt.then, context)
+        if stmt.otherwise is not None:
+            self._body(stmt.otherwise, context)
+
+    def _stmt_While(self, stmt: ast.While, context: Context) -> None:
+        self._condition(stmt.condition)
+        self._body(stmt.body, context.enter(loops=(*context.loops, stmt)))
+
+    def _stmt_InThreads(self, stmt: ast.InThreads, context: Context) -> None:
+        self._condition(stmt.condition)
+        if not context.in_parallel:
+            self.error("'inthreads' must be inside a parallel: its predicate selects threads", stmt.span)
+        elif not any(symbol.origin == "parallel" for symbol in self._symbols_in(stmt.condition)):
+            self.error(
+                "the predicate of 'inthreads' must depend on parallel variables (it selects threads)",
+                stmt.condition.span,
+            )
+        if stmt.is_async and context.in_inthreads:
+            self.error("a nested 'inthreads' cannot be '.async'", stmt.span)
+        inner = context.enter(
+            in_inthreads=True,
+            path=stmt if stmt.is_async else context.path,
+            predicates=(*context.predicates, stmt.condition),
+        )
+        self._body(stmt.body, inner)
+
+    def _stmt_Return(self, stmt: ast.Return, context: Context) -> None:
+        self.saw_return = True
+        if context.in_parallel:
+            self.error(
+                "'return' inside a parallel region; return the result after the parallel, at host level",
+                stmt.span,
+            )
+        if stmt.value is None:
+            if self.return_type.name not in ("void", "auto"):
+                self.error("this function must return a value", stmt.span)
+            return
+        value = self._expr(stmt.value)
+        if self.return_type.name == "void":
+            self.error("a 'void' function cannot return a value", stmt.value.span)
+            return
+        if isinstance(value, Future) and not value.is_data:
+            return
+        if self.return_type.name != "auto" and self.return_type.shape is not None:
+            if isinstance(value, Data):
+                if value.elem != self.return_type.name:
+                    self.error(
+                        f"returns {value.elem} data but the function is declared to return "
+                        f"{type_ref_text(self.return_type)}",
+                        stmt.value.span,
+                    )
+                declared = tuple(
+                    self._dim(d) for d in self.return_type.shape if not isinstance(d, ast.AnyDim)
+                )
+                if known_mismatch(declared, value.dims):
+                    self.error(
+                        f"returns shape {shape_text(value.dims)} but the function is declared to return "
+                        f"{shape_text(declared)}",
+                        stmt.value.span,
+                    )
+            elif not isinstance(value, Unknown):
+                self.error(
+                    f"a function returning spanned data cannot return {value.describe()}", stmt.value.span
+                )
+
+    def _stmt_Break(self, stmt: ast.Break, context: Context) -> None:
+        if not context.loops:
+            self.error("'break' outside a loop", stmt.span)
+
+    _stmt_Continue = _stmt_Break
+
+    def _stmt_Sync(self, stmt: ast.Sync, context: Context) -> None:
+        if stmt.kind != "shared":
+            self.error(f"'sync.{stmt.kind}' is not supported; 'sync.shared' is the block barrier", stmt.span)
+        elif not context.in_block:
+            self.error(
+                "'sync.shared' is a barrier of the threads of a block; it must be inside a block", stmt.span
+            )
+
+    def _stmt_Assign(self, stmt: ast.Assign, context: Context) -> None:
+        value = self._expr(stmt.value)
+        target = stmt.target
+        if isinstance(target, ast.Name):
+            symbol = self.scope.lookup(target.id)
+            if symbol is None:
+                if stmt.op != "=":
+                    self._lookup(target)
+                    return
+                if isinstance(value, Scalar) and value.type in INT_TYPES:
+                    value = Scalar(value.type, value.const)
+                self._declare(
+                    Symbol(target.id, value, target.span, declaration=stmt, origin="local"),
+                    target.span,
+                )
+                return
+            self.info.symbol_of[id(target)] = symbol
+            if not symbol.mutable:
+                self.error(
+                    f"'{target.id}' is immutable and cannot be re-assigned; only 'mutable' values can be "
+                    f"(declare it as 'mutable int {target.id} = ...')",
+                    target.span,
+                    Note(f"'{target.id}' is declared here", symbol.span),
+                )
+            return
+        target_value = self._expr(target)
+        if isinstance(target_value, Scalar):
+            self._check_assignable(target_value.type, value, stmt.value.span)
+        elif isinstance(target_value, Data):
+            self.error(
+                f"assignment needs one element, but this selects {shape_text(target_value.dims)} elements "
+                "(index every dimension with .at)",
+                target.span,
+            )
+        elif not isinstance(target_value, Unknown):
+            self.error(f"cannot assign to {target_value.describe()}", target.span)
+
+    def _stmt_ExprStmt(self, stmt: ast.ExprStmt, context: Context) -> None:
+        expr = stmt.expr
+        if isinstance(expr, ast.IncDec):
+            self._incdec(expr)
+            return
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.callee, ast.Name)
+            and expr.callee.id in FUTURE_BUILTINS
+        ):
+            for arg in expr.args:
+                value = self._expr(arg)
+                if not isinstance(value, (Future, Unknown)):
+                    self.error(f"'{expr.callee.id}' rotates futures; this is {value.describe()}", arg.span)
+            if expr.callee.id == "swap" and len(expr.args) != 2:
+                self.error("'swap' takes two futures", expr.span)
+            if expr.callee.id == "rotate" and len(expr.args) < 2:
+                self.error("'rotate' takes two or more futures", expr.span)
+            return
+        self._expr(expr)
+        self.sink.warning("this expression statement has no effect", stmt.span)
+
+    def _stmt_Wait(self, stmt: ast.Wait, context: Context) -> None:
+        for target in stmt.targets:
+            value = self._expr(target)
+            if not isinstance(value, (Future, Event, EventSlot, Unknown)):
+                self.error(
+                    f"'wait' takes futures and events; '{expression(target)}' is {value.describe()}",
+                    target.span,
+                )
+
+    def _stmt_Trigger(self, stmt: ast.Trigger, context: Context) -> None:
+        for target in stmt.targets:
+            value = self._expr(target)
+            if not isinstance(value, (Event, EventSlot, Unknown)):
+                self.error(
+                    f"'trigger' takes events; '{expression(target)}' is {value.describe()}", target.span
+                )
+        for item in stmt.after:
+            value = self._expr(item)
+            if not isinstance(value, (Future, Unknown)):
+                self.error(
+                    f"'trigger ... after' binds futures; '{expression(item)}' is {value.describe()}",
+                    item.span,
+                )

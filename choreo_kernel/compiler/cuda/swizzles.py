@@ -1,0 +1,65 @@
+"""The layout of the shared buffers that TMA and WGMMA use (language.md 12.6): swizzled rows.
+
+A TMA copy or `mma.load` may name the swizzle with `.swiz<N>`; otherwise a WGMMA operand gets
+the widest swizzle its rows fill (128 bytes for a row of 64 halves).
+"""
+
+from __future__ import annotations
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
+from choreo_kernel.compiler.cuda.expressions import root_name
+from choreo_kernel.compiler.semantics.levels import Storage
+
+SWIZZLES = (32, 64, 128)  # bytes
+
+
+def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, int]:
+    """The layout of each shared buffer that TMA or WGMMA uses (language.md 12.6): the swizzle that a
+    TMA copy or mma.load names with .swiz<N>, else, for a WGMMA operand, the widest one its rows fill."""
+    named: dict[Symbol, int] = {}
+    operands: set[Symbol] = set()
+    for stmt in ast.walk_statements(kernel):
+        if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family not in ("tma", "mma"):
+            continue
+        operation = stmt.operation
+        swizzle = operation.template_args.get("swiz")
+        if swizzle is not None:
+            for expr in (*operation.args, operation.destination):
+                symbol = _buffer(info, expr)
+                if symbol is not None:
+                    named[symbol] = int(swizzle)
+        if operation.family == "mma" and operation.qualifiers[0] in ("row", "col"):
+            operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
+    chosen = dict(named)
+    for symbol in operands - named.keys():
+        value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+        if isinstance(value, Data) and value.dims and isinstance(value.dims[-1], int):
+            row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
+            chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
+    return chosen
+
+
+def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
+    """The shared buffer at the root of a view, through an mma.load fragment."""
+    root = root_name(expr)
+    symbol = info.symbol_of.get(id(root)) if root is not None else None
+    if (
+        symbol is not None
+        and isinstance(symbol.value, Fragment)
+        and isinstance(symbol.declaration, ast.OperationStmt)
+    ):
+        return _buffer(info, symbol.declaration.operation.args[0])
+    if (
+        symbol is not None
+        and isinstance(symbol.value, Data | BufferArray)
+        and _storage(symbol) == Storage.SHARED
+    ):
+        return symbol
+    return None
+
+
+def _storage(symbol: Symbol) -> str:
+    value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+    return value.storage if isinstance(value, Data) else ""

@@ -1,0 +1,324 @@
+"""Who runs what: a kernel launch's block size, its thread numbering, and which threads reach
+and issue each statement (language.md 4.1 and 12.2).
+
+One outermost `parallel` is one kernel launch. Its block variables index the grid; every level
+below the block shares one thread index, row-major over the variables (the last the fastest):
+a variable is `(thread / stride) % extent`, its stride the number of threads each of its values
+spans. A level's unit is the threads of one of its instances: 128 for a warpgroup, the product
+of the counts inside it for a block.
+
+Statements run per thread where they sit in the innermost level, and once per instance of the
+enclosing level where parallels nested in its body make the threads ("between levels"). A
+`dma` operation runs once per instance of its innermost level, its threads cooperating; a
+`tma` operation (and a `trigger ... after`) once per instance of the innermost level above
+`thread`, issued by one thread of it; an `mma` once per warpgroup.
+
+This module decides all of that once, in the compiler core, from the analysis: the analysis
+checks, the graph, the CUDA lowering, the sim and the kernel's summary read it. Counts below
+the block that are known at compile time make a static launch; the sim binds symbolic counts
+with the values of a call (`FunctionLaunches.bind`), through the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.scope import Context, LevelScope
+from choreo_kernel.compiler.analysis.values import Dim, Symbol, fold, product
+from choreo_kernel.compiler.semantics.evaluate import HostValue, Lookup, NotEvaluable, evaluate
+from choreo_kernel.compiler.semantics.levels import Level
+
+Counts = Callable[[ast.ParallelClause], tuple[Dim, ...]]
+Family = str  # "dma", "tma" (and `trigger ... after`), "mma"
+MAX_ENUMERATED_THREADS = 1024  # threads whose predicates are evaluated one by one
+
+
+def inner_parallels(stmt: ast.Stmt) -> Iterator[ast.Parallel]:
+    """The parallel statements nested in `stmt` that are not inside another nested parallel."""
+    if isinstance(stmt, ast.Parallel):
+        yield stmt
+        return
+    for child in ast.child_statements(stmt):
+        yield from inner_parallels(child)
+
+
+@dataclass(frozen=True)
+class ThreadVariable:
+    """A variable below the block level: `(thread / stride) % extent`."""
+
+    name: str  # "" for a count without a variable
+    symbol: Symbol | None  # None when nothing refers to it
+    extent: int
+    stride: int
+
+    def at(self, thread: int) -> int:
+        return (thread // self.stride) % self.extent
+
+
+class Structure:
+    """Static facts about a function's parallel statements: which clause belongs to which parallel,
+    which parallel is nested in which, and the levels the analysis gave each clause."""
+
+    def __init__(self, levels_of: dict[int, tuple[Level, ...]], body: ast.Stmt) -> None:
+        self.levels_of = levels_of
+        self.owner: dict[int, tuple[ast.Parallel, int]] = {}  # id(clause) -> its parallel, its position
+        self.nested: dict[int, ast.Parallel | None] = {}  # id(parallel) -> the first parallel inside it
+        self.kernels: list[ast.Parallel] = []  # the outermost parallels, in source order
+        for stmt in ast.walk_statements(body):
+            if isinstance(stmt, ast.Parallel):
+                for position, clause in enumerate(stmt.clauses):
+                    self.owner[id(clause)] = (stmt, position)
+                self.nested[id(stmt)] = next(inner_parallels(stmt.body), None)
+        self.kernels = [kernel for stmt in body_statements(body) for kernel in inner_parallels(stmt)]
+
+    def first_below_block(self, stmt: ast.Parallel) -> int:
+        """The position of the first clause of `stmt` that is not a block level."""
+        levels = self.levels_of[id(stmt)]
+        return next((i for i, level in enumerate(levels) if level != Level.BLOCK), len(levels))
+
+    def kernel_of(self, context: Context) -> ast.Parallel | None:
+        """The kernel (outermost parallel) a statement belongs to; None at host level."""
+        if not context.levels:
+            return None
+        return self.owner[id(context.levels[0].clause)][0]
+
+
+def body_statements(body: ast.Stmt) -> tuple[ast.Stmt, ...]:
+    return body.body if isinstance(body, ast.Block) else (body,)
+
+
+class KernelLaunch:
+    """One kernel: the threads of a block, how they are numbered, and who runs each statement."""
+
+    def __init__(
+        self,
+        structure: Structure,
+        kernel: ast.Parallel,
+        counts: Counts,
+        declared: Callable[[object, str], Symbol | None],
+        symbol_of: dict[int, Symbol],
+    ) -> None:
+        self.structure = structure
+        self.kernel = kernel
+        self.counts = counts
+        self._declared = declared
+        self._symbol_of = symbol_of
+        self._sizes: dict[tuple[int, int], Dim] = {}
+        self._reach: dict[tuple[tuple[int, ...], tuple[int, ...]], frozenset[int] | None] = {}
+        self.first_inner = structure.first_below_block(kernel)
+        self.block_size = self.size_of(kernel, self.first_inner)
+
+    @property
+    def is_static(self) -> bool:
+        """Whether the block size is known: every count below the block is a compile-time constant."""
+        return isinstance(self.block_size, int)
+
+    @property
+    def threads(self) -> int:
+        """Threads per block, for a static launch (or one the sim bound)."""
+        return _known(self.block_size, self.kernel)
+
+    def symbolic_clause(self) -> ast.ParallelClause | None:
+        """The first clause below the block level whose count is not a compile-time constant."""
+        for stmt in ast.walk_statements(self.kernel):
+            if isinstance(stmt, ast.Parallel):
+                for clause, level in zip(stmt.clauses, self.structure.levels_of[id(stmt)]):
+                    if level != Level.BLOCK and not all(isinstance(c, int) for c in self.counts(clause)):
+                        return clause
+        return None
+
+    # ------------------------------------------------------------------ sizes
+
+    def size_of(self, stmt: ast.Parallel, start: int) -> Dim:
+        """Threads that clauses `start`.. of `stmt`, and the parallels nested inside it, make: a number,
+        or the text of a size that depends on the arguments."""
+        key = (id(stmt), start)
+        if key not in self._sizes:
+            total = self._inner(stmt)
+            for clause in stmt.clauses[start:]:
+                total = fold("*", total, product(self.counts(clause)))
+            self._sizes[key] = total
+        return self._sizes[key]
+
+    def _inner(self, stmt: ast.Parallel) -> Dim:
+        nested = self.structure.nested[id(stmt)]
+        if nested is not None:
+            return self.size_of(nested, 0)
+        return self.structure.levels_of[id(stmt)][-1].unit or 1
+
+    def size(self, stmt: ast.Parallel, start: int) -> int:
+        return _known(self.size_of(stmt, start), stmt)
+
+    def inner(self, stmt: ast.Parallel) -> int:
+        """Threads in one instance of the innermost level of `stmt`."""
+        return _known(self._inner(stmt), stmt)
+
+    def unit(self, scope: LevelScope) -> int:
+        """Threads per instance of a level that encloses a statement."""
+        stmt, position = self.structure.owner[id(scope.clause)]
+        return self.size(stmt, position + 1)
+
+    def body_unit(self, stmt: ast.Parallel) -> int:
+        """Threads per execution of a statement in the body of `stmt`: 1 where each thread runs it,
+        one instance of the innermost level where parallels nested in the body make the threads."""
+        return self.inner(stmt) if self.structure.nested[id(stmt)] is not None else 1
+
+    def execution_unit(self, context: Context) -> int:
+        """Threads per execution of a statement: 1 where each thread runs it, more between levels."""
+        if not context.levels:
+            return self.threads
+        stmt, _ = self.structure.owner[id(context.levels[-1].clause)]
+        return self.body_unit(stmt)
+
+    def issuing_unit(self, context: Context, family: Family) -> int:
+        """Threads per instance of the level that runs a dma, tma or mma operation (12.2)."""
+        levels = context.levels
+        if not levels:
+            return self.threads
+        if family == "dma":
+            return self.unit(levels[-1])
+        if family == "mma":
+            warpgroups = [scope for scope in levels if scope.level == Level.WARPGROUP]
+            if warpgroups:
+                return self.unit(warpgroups[-1])
+        above_thread = [scope for scope in levels if scope.level != Level.THREAD]
+        return self.unit(above_thread[-1]) if above_thread else self.threads
+
+    # ------------------------------------------------------------------ thread variables
+
+    def variables(self, stmt: ast.Parallel, start: int, stop: int | None = None) -> list[ThreadVariable]:
+        """The variables of the sub-block clauses start..stop of `stmt`, outermost first."""
+        result: list[ThreadVariable] = []
+        for position in range(start, len(stmt.clauses) if stop is None else stop):
+            if self.structure.levels_of[id(stmt)][position] == Level.BLOCK:
+                continue
+            clause = stmt.clauses[position]
+            names = clause.variables.names if clause.variables else ()
+            stride = self.size(stmt, position + 1)
+            clause_variables: list[ThreadVariable] = []
+            for index, extent in reversed(list(enumerate(self.counts(clause)))):
+                name = names[index].id if index < len(names) else ""
+                symbol = self._declared(stmt, name) if name else None
+                count = _known(extent, clause)
+                clause_variables.insert(0, ThreadVariable(name, symbol, count, stride))
+                stride *= count
+            result.extend(clause_variables)
+        return result
+
+    def clause_variables(self, clause: ast.ParallelClause) -> list[ThreadVariable]:
+        stmt, position = self.structure.owner[id(clause)]
+        return self.variables(stmt, position, position + 1)
+
+    # ------------------------------------------------------------------ who reaches, who issues
+
+    def reach(self, context: Context, lookup: Lookup | None = None) -> frozenset[int] | None:
+        """The threads of a block whose levels and `inthreads` predicates reach a statement; None when
+        that depends on something unknown here (a block index, a value that `lookup` cannot give)."""
+        key = (tuple(id(scope.clause) for scope in context.levels), tuple(map(id, context.predicates)))
+        if lookup is None and key in self._reach:
+            return self._reach[key]
+        reached = self._evaluate_reach(context, lookup)
+        if lookup is None:
+            self._reach[key] = reached
+        return reached
+
+    def _evaluate_reach(self, context: Context, lookup: Lookup | None) -> frozenset[int] | None:
+        if not self.is_static:
+            return None
+        if not context.predicates:
+            return frozenset(range(self.threads))
+        if self.threads > MAX_ENUMERATED_THREADS:
+            return None
+        variables = [v for scope in context.levels for v in self.clause_variables(scope.clause)]
+        reached: set[int] = set()
+        for thread in range(self.threads):
+            values = {v.symbol: v.at(thread) for v in variables if v.symbol is not None}
+
+            def value_of(name: ast.Name, values: dict[Symbol, int] = values) -> HostValue:
+                symbol = self._symbol_of.get(id(name))
+                if symbol is not None and symbol in values:
+                    return values[symbol]
+                if lookup is None:
+                    raise NotEvaluable(name)
+                return lookup(name)
+
+            try:
+                if all(evaluate(predicate, value_of) for predicate in context.predicates):
+                    reached.add(thread)
+            except (NotEvaluable, ArithmeticError):
+                return None
+        return frozenset(reached)
+
+    def issuers(self, context: Context, family: Family) -> frozenset[int] | None:
+        """The thread that issues an operation for each instance of its level: the first that reaches it."""
+        threads = self.reach(context)
+        if threads is None:
+            return None
+        unit = self.issuing_unit(context, family)
+        first: dict[int, int] = {}
+        for thread in sorted(threads):
+            first.setdefault(thread // unit, thread)
+        return frozenset(first.values())
+
+    def covers_instances(self, context: Context, family: Family) -> bool:
+        """Whether every thread of each issuing instance that reaches a statement reaches it (only then
+        may the instance synchronize there)."""
+        threads = self.reach(context)
+        if threads is None:
+            return False
+        unit = self.issuing_unit(context, family)
+        return all(
+            thread in threads
+            for first in {t // unit * unit for t in threads}
+            for thread in range(first, first + unit)
+        )
+
+
+class FunctionLaunches:
+    """The launches of one function, with the counts the analysis knows (numbers where they are
+    compile-time constants, the text of symbolic sizes elsewhere), and the means to bind symbolic
+    counts with the values of a call."""
+
+    def __init__(
+        self,
+        function: ast.Function,
+        levels_of: dict[int, tuple[Level, ...]],
+        counts_of: dict[int, tuple[Dim, ...]],
+        declared: Callable[[object, str], Symbol | None],
+        symbol_of: dict[int, Symbol],
+    ) -> None:
+        self.structure = Structure(levels_of, function.body)
+        self._declared = declared
+        self._symbol_of = symbol_of
+        self.kernels = {
+            id(kernel): self.bind(kernel, lambda clause: counts_of.get(id(clause), ("?",)))
+            for kernel in self.structure.kernels
+        }
+
+    def bind(self, kernel: ast.Parallel, counts: Counts) -> KernelLaunch:
+        """The launch of `kernel` with its counts given by `counts` (the sim's, from a call's values)."""
+        return KernelLaunch(self.structure, kernel, counts, self._declared, self._symbol_of)
+
+    def of(self, context: Context) -> KernelLaunch | None:
+        """The launch of the kernel a statement belongs to; None at host level."""
+        kernel = self.structure.kernel_of(context)
+        return self.kernels[id(kernel)] if kernel is not None else None
+
+    def launch(self, kernel: ast.Parallel) -> KernelLaunch:
+        return self.kernels[id(kernel)]
+
+
+class UnknownSize(Exception):
+    """A size the launch has only as text (`N / 4`) where a number is needed."""
+
+    def __init__(self, node: ast.Node) -> None:
+        super().__init__("a thread count below the block level is not known at compile time")
+        self.node = node
+
+
+def _known(size: Dim, node: ast.Node) -> int:
+    if not isinstance(size, int):
+        raise UnknownSize(node)
+    return size
