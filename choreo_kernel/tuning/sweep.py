@@ -76,12 +76,12 @@ def grid_points(grid: Grid) -> list[dict[str, object]]:
 
 def check_source_takes(swept: SweptSource, grid: Grid) -> None:
     """A swept name must reach the program: mentioned in it and not fixed by its own `#define`."""
-    first = grid_points(grid)[0]
-    macros = preprocess(swept.source, DiagnosticSink(), {**swept.defines, **first}).macros
-    for name, value in first.items():
+    probes = {name: f"__choreo_swept_{name}" for name in grid}  # values no source defines itself
+    macros = preprocess(swept.source, DiagnosticSink(), {**swept.defines, **probes}).macros
+    for name, probe in probes.items():
         if not re.search(rf"\b{re.escape(name)}\b", swept.source):
             raise ValueError(f"{swept.filename} does not use {name}")
-        if macros[name].body.strip() != str(value):
+        if macros[name].body.strip() != probe:
             raise ValueError(
                 f"{swept.filename} defines {name} itself, so a sweep or a -D value cannot set it: write "
                 f"'#ifndef {name}' ... '#endif' around its #define"

@@ -1,0 +1,258 @@
+"""How much of Croqtile's own test suite choreo-kernel accepts, lowers and builds.
+
+    python bench/peer.py PATH/TO/croqtile/tests [--nvcc] [--jobs N] [--show compile|must-fail|end2end]
+                         [--json OUT.json]
+
+Reads the suite where it lies and copies nothing. Each `.co` file (tests/amdgpu is out of scope)
+is put in one class from its `// RUN:` lines:
+- must-fail: a RUN line starts with `not `, or runs with `2>&1` and CHECKs an error message. Counted
+  as rejected when `ck.check` (target cuda) reports an error, and as "the same reason" when the
+  words of the CHECKed message (names, numbers, and words of four or more letters that are not
+  filler) mostly appear in our errors. Files that test Croqtile's own command-line options or
+  tools are left out (listed).
+- compile: every other file whose RUN lines run `choreo` for CUDA (the default target, `-t cute`,
+  `-arch=sm_*`, `-gs`): check passes (no error), emit writes CUDA, and with --nvcc, nvcc builds an
+  sm_90a cubin from it. Preprocessor-only runs (-E), other targets (-t cc, hip) and other tools
+  (copp) are left out. Defines on the RUN line (`-DNAME=V`) are applied.
+- end2end: the compile files under tests/gpu/end2end, reported on their own.
+Prints the rates and, with --show, every file of a class with its first problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from choreo_kernel.compiler.cuda import emit_program  # noqa: E402
+from choreo_kernel.compiler.driver import analyze  # noqa: E402
+
+OTHER_TOOLS = re.compile(r"^(copp|true)\b|-t (cc|hip)\b|gfx\d|(^|\s)-E(\s|$)")
+CROQTILE_OPTIONS = ("cli/", "others/input_existance", "lit-self/")
+FILLER = frozenset(
+    [
+        "error",
+        "errors",
+        "with",
+        "that",
+        "this",
+        "have",
+        "been",
+        "from",
+        "into",
+        "which",
+        "must",
+        "should",
+        "cannot",
+        "detected",
+        "totally",
+        "when",
+        "only",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "them",
+        "these",
+        "those",
+        "will",
+        "would",
+        "could",
+        "does",
+        "were",
+        "being",
+        "used",
+    ]
+)
+
+
+@dataclass
+class Result:
+    path: str
+    kind: str  # compile, must-fail
+    checked: bool = False  # compile: no error; must-fail: an error
+    emitted: bool = False
+    built: bool | None = None  # None: nvcc not run
+    same_reason: bool = False
+    problem: str = ""  # our first error, or what nvcc said
+    expected: str = ""  # must-fail: the CHECKed message
+    defines: dict[str, object] = field(default_factory=dict)
+    cuda: str = field(default="", repr=False)  # the emitted translation unit, for nvcc
+
+
+def runs(text: str) -> list[str]:
+    return [line.split("RUN:", 1)[1].strip() for line in text.splitlines() if "RUN:" in line]
+
+
+def classify(relative: str, text: str) -> str | None:
+    lines = runs(text)
+    if not lines or relative.startswith("amdgpu/"):
+        return None
+    checks = [line for line in text.splitlines() if "CHECK" in line]
+    if any(line.startswith("not ") for line in lines) or (
+        any("2>&1" in line for line in lines) and any(re.search(r"\berror\b", c, re.I) for c in checks)
+    ):
+        return None if relative.startswith(CROQTILE_OPTIONS) else "must-fail"
+    if any(OTHER_TOOLS.search(line) for line in lines):
+        return None
+    return "compile"
+
+
+def defines_of(text: str) -> dict[str, object]:
+    defines: dict[str, object] = {}
+    for line in runs(text):
+        for name, value in re.findall(r"-D(\w+)(?:=(\S+))?", line):
+            try:
+                defines[name] = int(value, 0) if value else 1
+            except ValueError:
+                defines[name] = value
+    return defines
+
+
+def expected_message(text: str) -> str:
+    messages = [
+        re.sub(r"^.*?CHECK[\w-]*:\s*", "", line).strip()
+        for line in text.splitlines()
+        if "CHECK" in line and "Totally" not in line
+    ]
+    return " | ".join(m for m in messages if m)
+
+
+def significant(text: str) -> set[str]:
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]{3,}|\d+", text.lower()))
+    return {word for word in words if word not in FILLER}
+
+
+def same_reason(expected: str, ours: str) -> bool:
+    wanted = significant(expected)
+    if not wanted:
+        return True
+    return len(wanted & significant(ours)) >= max(1, round(0.4 * len(wanted)))
+
+
+def measure(path: Path, relative: str, kind: str) -> Result:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    result = Result(relative, kind, defines=defines_of(text))
+    try:
+        analysis = analyze(text, result.defines or None, "cuda", filename=path.name)
+    except Exception as error:  # an internal error is a result too
+        result.problem = f"internal error: {type(error).__name__}: {error}"
+        return result
+    errors = [d for d in analysis.diagnostics if d.severity == "error"]
+    if kind == "must-fail":
+        result.checked = bool(errors)
+        result.expected = expected_message(text)
+        ours = " ".join(d.full_message for d in errors)
+        result.same_reason = result.checked and same_reason(result.expected, ours)
+        result.problem = errors[0].message if errors else "accepted"
+        return result
+    result.checked = not errors
+    if errors:
+        result.problem = f"{errors[0].line}:{errors[0].column}: {errors[0].message}"
+        return result
+    try:
+        result.cuda = emit_program(analysis, self_contained=True)
+        result.emitted = True
+    except Exception as error:
+        result.problem = f"emit: {error}"
+    return result
+
+
+def build(result: Result, directory: Path, nvcc: str) -> None:
+    unit = directory / (re.sub(r"\W", "_", result.path) + ".cu")
+    unit.write_text(result.cuda)
+    done = subprocess.run(
+        [
+            nvcc,
+            "-gencode=arch=compute_90a,code=sm_90a",
+            "-cubin",
+            "-o",
+            str(unit.with_suffix(".cubin")),
+            str(unit),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    result.built = done.returncode == 0
+    if not result.built:
+        first = next(
+            (line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[:200]
+        )
+        result.problem = f"nvcc: {first}"
+
+
+def rate(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / max(whole, 1):.0f}%)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tests", type=Path, help="Croqtile's tests/ folder")
+    parser.add_argument("--nvcc", action="store_true", help="also build every emitted program with nvcc")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--show", choices=("compile", "must-fail", "end2end"), action="append", default=[])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    results = []
+    skipped = []
+    for path in sorted(args.tests.rglob("*.co")):
+        relative = path.relative_to(args.tests).as_posix()
+        kind = classify(relative, path.read_text(encoding="utf-8", errors="replace"))
+        if kind is None:
+            skipped.append(relative)
+            continue
+        results.append(measure(path, relative, kind))
+    nvcc = shutil.which("nvcc")
+    if args.nvcc and nvcc:
+        emitted = [r for r in results if r.emitted]
+        with tempfile.TemporaryDirectory() as directory, ThreadPoolExecutor(args.jobs) as pool:
+            list(pool.map(lambda r: build(r, Path(directory), nvcc), emitted))
+    compile_results = [r for r in results if r.kind == "compile"]
+    must_fail = [r for r in results if r.kind == "must-fail"]
+    end2end = [r for r in compile_results if r.path.startswith("gpu/end2end/")]
+    print(
+        f"{len(results)} programs measured, {len(skipped)} left out (other targets, tools, Croqtile's options)"
+    )
+    for name, group in (("compile", compile_results), ("end2end", end2end)):
+        built = sum(bool(r.built) for r in group)
+        print(
+            f"{name:9} check {rate(sum(r.checked for r in group), len(group))}, "
+            f"emit {rate(sum(r.emitted for r in group), len(group))}"
+            + (f", nvcc sm_90a {rate(built, len(group))}" if args.nvcc else "")
+        )
+    print(
+        f"must-fail rejected {rate(sum(r.checked for r in must_fail), len(must_fail))}, "
+        f"for the reason the test names {rate(sum(r.same_reason for r in must_fail), len(must_fail))}"
+    )
+    reasons = Counter(re.sub(r"'[^']*'|\d+", "_", r.problem)[:90] for r in compile_results if r.problem)
+    print("most common problems:")
+    for reason, count in reasons.most_common(15):
+        print(f"  {count:4}  {reason}")
+    for show in args.show:
+        group = {"compile": compile_results, "must-fail": must_fail, "end2end": end2end}[show]
+        print(f"\n{show}:")
+        for r in group:
+            ok = r.same_reason if show == "must-fail" else (r.built if args.nvcc else r.emitted)
+            mark = "ok " if ok else "-- "
+            extra = f"   expected: {r.expected[:120]}" if show == "must-fail" and not r.same_reason else ""
+            print(f"{mark}{r.path}: {r.problem[:140]}{extra}")
+    if args.json:
+        rows = [{k: v for k, v in asdict(r).items() if k != "cuda"} for r in results]
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

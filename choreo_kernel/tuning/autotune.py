@@ -1,0 +1,185 @@
+"""An autotuner: for a program and a grid of defines, the best configuration per shape, chosen once,
+kept on disk beside the binaries, and dispatched to on every later call.
+
+    gemm = ck.autotune(source, "gemm_ws", {"BN": [128, 256], "STAGES": [2, 3, 4]})
+    gemm(a, b, c)  # a new shape: every point is compiled, checked against the first and timed; the
+                   # fastest that agrees is called, and remembered for this shape on this device
+    gemm(a, b, c)  # the same shape, here or in a later process: straight to the remembered point
+
+A shape is what `key` makes of the arguments (by default each array's shape and element type, and
+each scalar's value). The points run one after another in this process, as `%sweep` runs them;
+`runner=` takes a `cluster.DaskRunner` to spread a first tuning over the GPUs of a cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from choreo_kernel import module as choreo_module
+from choreo_kernel.compiler.diagnostics import ChoreoError
+from choreo_kernel.compiler.driver import resolve_target
+from choreo_kernel.compiler.version import __version__
+from choreo_kernel.tuning.point import SweepSettings, SweptSource
+from choreo_kernel.tuning.sweep import Grid, InProcess, Runner, Sweep, check_source_takes, run_sweep
+from choreo_kernel.tuning.timing import current_device
+
+Key = Callable[[Sequence[Any]], Hashable]
+
+
+def shape_key(args: Sequence[Any]) -> Hashable:
+    """Each array argument's shape and element type, each other argument's value."""
+    return tuple(
+        (tuple(arg.shape), str(arg.dtype)) if hasattr(arg, "shape") and hasattr(arg, "dtype") else arg
+        for arg in args
+    )
+
+
+class Autotuned:
+    """A `__co__` function that calls the best build of its program for the shape of each call."""
+
+    def __init__(
+        self,
+        source: str,
+        function: str,
+        grid: Grid,
+        *,
+        defines: Mapping[str, object] | None = None,
+        target: str = "auto",
+        filename: str = "<source>",
+        key: Key = shape_key,
+        repeats: int = 10,
+        rtol: float = 1e-2,
+        atol: float = 1e-2,
+        cache_dir: Path | None = None,
+        runner: Runner | None = None,
+    ) -> None:
+        self.swept = SweptSource(source, dict(defines or {}), resolve_target(target), filename)
+        try:
+            check_source_takes(self.swept, grid)
+        except ValueError as error:
+            raise ChoreoError.simple(f"autotune {function}: {error}") from None
+        self.function = function
+        self.grid = grid
+        self.key = key
+        self.settings = SweepSettings(f"{function}(...)", repeats, None, rtol, atol)
+        self.runner = runner or InProcess()
+        self.choices: dict[Hashable, dict[str, object]] = {}
+        self.sweeps: dict[Hashable, Sweep] = {}  # the tunings this process ran, for a look at them
+        self._modules: dict[tuple[tuple[str, object], ...], choreo_module.Module] = {}
+        self._record = _choices_file(cache_dir, self.swept, function, grid)
+
+    def __call__(self, *args: Any) -> Any:
+        defines = self.choice(args)
+        return self._module(defines).function(self.function)(*args)
+
+    def choice(self, args: Sequence[Any]) -> dict[str, object]:
+        """The defines of the best point for these arguments' shape: remembered, or tuned now."""
+        key = self.key(args)
+        if key not in self.choices:
+            recorded = _read(self._record).get(repr(key))
+            self.choices[key] = recorded if recorded is not None else self._tune(key, args)
+        return self.choices[key]
+
+    def _tune(self, key: Hashable, args: Sequence[Any]) -> dict[str, object]:
+        sweep = run_sweep(self.swept, self.grid, self._bind(args), self.settings, self.runner, _quiet)
+        self.sweeps[key] = sweep
+        best = sweep.best
+        if best is None:
+            failures = "; ".join(f"{p.label}: {p.error or p.difference}" for p in sweep.points)
+            raise ChoreoError.simple(
+                f"autotune {self.function}: no point ran and agreed with the first ({failures})"
+            )
+        _write(self._record, {**_read(self._record), repr(key): best.defines})
+        return best.defines
+
+    def _bind(self, args: Sequence[Any]) -> Callable[[choreo_module.Module], Callable[[], Any]]:
+        """Each point calls the function on these arguments; what it checks is the result, or for a
+        function that writes into its arguments, those arguments."""
+        name = self.function
+
+        def bind(module: choreo_module.Module) -> Callable[[], Any]:
+            function = module.function(name)
+            plan = module.cuda_plan(name)
+            written = (
+                [i for i, param in enumerate(plan.function.params) if param.name in plan.written]
+                if plan
+                else []
+            )
+
+            def run() -> Any:
+                result = function(*args)
+                if result is not None or not written:
+                    return result
+                import numpy as np
+
+                return np.concatenate([_host(args[i]).ravel() for i in written])
+
+            return run
+
+        return bind
+
+    def _module(self, defines: dict[str, object]) -> choreo_module.Module:
+        key = tuple(sorted(defines.items()))
+        if key not in self._modules:
+            self._modules[key] = self.swept.compile(defines)
+        return self._modules[key]
+
+
+def autotune(source: str, function: str, grid: Grid, **options: Any) -> Autotuned:
+    """`ck.autotune`: the function `function` of `source`, tuned over `grid` per shape (see Autotuned)."""
+    return Autotuned(source, function, grid, **options)
+
+
+def _host(value: Any) -> Any:
+    return value.get() if hasattr(value, "get") else value
+
+
+def _quiet(done: int, total: int, text: str) -> None:
+    return None
+
+
+def _choices_file(cache_dir: Path | None, swept: SweptSource, function: str, grid: Grid) -> Path:
+    """Where the choices for this program, grid and device live: one small JSON file in the cache."""
+    from choreo_kernel.runtime.cuda import cache_directory
+
+    device = current_device(swept.target == "cuda").name
+    material = json.dumps(
+        [
+            swept.source,
+            sorted(swept.defines.items()),
+            swept.target,
+            function,
+            sorted(grid.items()),
+            device,
+            __version__,
+        ],
+        default=str,
+    )
+    digest = hashlib.sha256(material.encode()).hexdigest()[:32]
+    return (cache_dir or cache_directory()) / "autotune" / f"{function}-{digest}.json"
+
+
+def _read(path: Path) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(path: Path, choices: dict[str, dict[str, object]]) -> None:
+    """Written to a temporary name and renamed into place, readable by this user alone."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".autotune-")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(choices, handle, indent=1, default=str)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise ChoreoError.simple(f"autotune: cannot record the choice in {path}: {error}") from None
