@@ -4,7 +4,10 @@ Each point recompiles the cell exactly as it was compiled (its source, the macro
 cells, its `-D` options, its target) with the point's defines on top, and publishes the
 point's functions under their usual names, so the expression calls the point's build. The
 first point's result is the reference: a point whose result differs has a bug, not a speed,
-so it is flagged and never chosen as the best. Afterwards the cell's own build is back.
+so it is flagged and never chosen as the best. Only GPU timings rank the points: on the sim
+backend they are CPU times of the NumPy interpreter, which say nothing about a GPU, so a sim
+sweep checks the points and shows their times but recommends none. Afterwards the cell's own
+build is back.
 """
 
 from __future__ import annotations
@@ -51,14 +54,23 @@ class Point:
 
 @dataclass
 class Sweep:
-    """Every point in grid order; `best` is the fastest point whose result agrees with the first."""
+    """Every point in grid order; `best` is the fastest point whose result agrees with the first,
+    on a GPU only."""
 
     cell_name: str
+    device: Device
     points: list[Point] = field(default_factory=list)
     unchecked: bool = False  # the expression returned None: there was nothing to compare
 
     @property
+    def ranked(self) -> bool:
+        """Whether the timings can rank configurations: only GPU timings can."""
+        return self.device.is_gpu
+
+    @property
     def best(self) -> Point | None:
+        if not self.ranked:
+            return None
         usable = [point for point in self.points if point.usable]
         return min(usable, key=_median, default=None)
 
@@ -113,7 +125,7 @@ def run_sweep(
     """Compile, check and time every point; the session's own functions are published again at the end."""
     cell = session.last_cell
     assert cell is not None
-    sweep = Sweep(cell.filename)
+    sweep = Sweep(cell.filename, options.device)
     reference: np.ndarray | None = None
     points = grid_points(grid)
     try:
@@ -247,7 +259,8 @@ def plot_png(sweep: Sweep) -> bytes:
     axes.set_xticks(range(len(labels)), labels, fontsize=8)
     axes.set_xlim(-0.6, len(labels) - 0.4)  # room for a failed point, which has no bar
     axes.set_ylabel(f"{unit[0]} (higher is better)" if unit else "median ms (lower is better)")
-    axes.set_title(f"sweep of {sweep.cell_name} (green: best; red: failed or differs)", fontsize=9)
+    legend = "green: best" if sweep.ranked else f"{sweep.device.name} times: no ranking"
+    axes.set_title(f"sweep of {sweep.cell_name} ({legend}; red: failed or differs)", fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
