@@ -181,6 +181,21 @@ def test_python_tracebacks_keep_the_cells_line_numbers(kernel: KernelDriver) -> 
     assert "line 3" in run.traceback
 
 
+def test_a_bad_call_is_one_choreo_error_with_the_users_line(kernel: KernelDriver) -> None:
+    """A wrong element type is the user's mistake: its message and their line, no frames of this package."""
+    ok(kernel.run("%%choreo --target sim\n" + ADD))
+    run = kernel.run("%%python\nimport numpy as np\nwide = np.ones((16, 16))\nadd(wide, wide)")
+    assert run.reply["ename"] == "ChoreoError"
+    count = run.reply["execution_count"]
+    assert run.traceback.splitlines() == [
+        "ChoreoError: add(): parameter 'a' has element type f32, got float64",
+        f"   = note: called from Cell In[{count}], line 4: add(wide, wide)",
+    ]
+    # Called from the user's own function: the innermost line of the user's code is named.
+    run = kernel.run("%%python\ndef twice(x):\n    return add(x, x)\n\ntwice(np.ones((16, 16), np.int32))")
+    assert run.traceback.splitlines()[1].endswith("line 3: return add(x, x)"), run.traceback
+
+
 def test_completion_knows_functions_from_earlier_cells(kernel: KernelDriver) -> None:
     assert kernel.run(ADD).status == "ok"
     reply = kernel.request("complete", "x = ad", 6)
