@@ -6,6 +6,8 @@ a kernel with no history, or that interrupt it, start their own.
 
 from __future__ import annotations
 
+import base64
+import re
 import time
 from collections.abc import Iterator
 
@@ -154,8 +156,11 @@ def test_graph_bundle_has_svg_and_dot(kernel: KernelDriver) -> None:
     run = kernel.run("%%choreo --graph\n" + BLEND)
     assert run.status == "ok", run.traceback
     _summary, graph = run.displays()
-    assert set(graph) == {"image/svg+xml", "text/vnd.graphviz", "text/plain"}
+    assert set(graph) == {"image/svg+xml", "text/html", "text/vnd.graphviz", "text/plain"}
     assert "<svg" in graph["image/svg+xml"]
+    # The notebook form: the same SVG as an image no wider than the output area.
+    source = re.search(r'<img src="data:image/svg\+xml;base64,([^"]+)"', graph["text/html"])
+    assert source and base64.b64decode(source.group(1)).decode() == graph["image/svg+xml"]
     assert graph["text/vnd.graphviz"].lstrip().startswith(("digraph", "strict digraph"))
     assert graph["text/plain"] == graph["text/vnd.graphviz"]
 
@@ -204,12 +209,21 @@ def test_completion_knows_functions_from_earlier_cells(kernel: KernelDriver) -> 
         "complete", "%%python\nimport numpy\nnumpy.arr", len("%%python\nimport numpy\nnumpy.arr")
     )
     assert "numpy.array" in reply["matches"] or "array" in reply["matches"]
+    # On the `%%choreo` line the options complete, not Choreo's keywords.
+    code = "%%choreo --graph --\n" + ADD
+    reply = kernel.request("complete", code, len("%%choreo --graph --"))
+    assert reply["matches"] == ["--cuda", "--graph", "--target"] and reply["cursor_start"] == 17
 
 
 def test_inspection_explains_operations_and_compiled_functions(kernel: KernelDriver) -> None:
     assert kernel.run(ADD).status == "ok"
     reply = kernel.request("inspect", "  f = dma.copy.async a => shared;", 10)
     assert reply["found"] and reply["data"]["text/plain"].startswith("dma.copy.async:")
+    # Markdown for JupyterLab's tooltip, which renders the backticks as code.
+    assert (
+        reply["data"]["text/markdown"] == reply["data"]["text/plain"]
+        and "`" in reply["data"]["text/markdown"]
+    )
     reply = kernel.request("inspect", "add", 1)
     assert reply["found"] and "256 threads/block" in reply["data"]["text/plain"]
     reply = kernel.request("inspect", "%%python\nadd", len("%%python\nadd"))

@@ -15,6 +15,8 @@ from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, S
 from choreo_kernel.kernel.cells import Cell
 
 TARGETS = ("auto", "sim", "cuda")
+FLAGS = ("--graph", "--cuda", "--target", "-D")
+FLAGS_WITH_VALUES = ("--target", "-D")
 USAGE = "the options are --graph, --cuda, --target auto|sim|cuda and -D NAME[=VALUE]"
 
 
@@ -48,7 +50,7 @@ def parse_options(cell: Cell, filename: str) -> CellOptions:
             graph = True
         elif flag == "--cuda":
             cuda = True
-        elif flag in ("--target", "-D"):
+        elif flag in FLAGS_WITH_VALUES:
             if offset:
                 value, value_start = word[offset:], start + offset
             elif index < len(words):

@@ -113,7 +113,7 @@ def describe(info: FunctionInfo, source: str) -> str:
 
 
 def _kernel_text(kernel: Kernel) -> str:
-    threads = f"{kernel.threads} threads/block"
+    threads = f"{kernel.threads} thread{'' if kernel.threads == 1 else 's'}/block"
     if kernel.shared_symbolic:
         shared = "shared memory set by the arguments"
         if kernel.shared_bytes:
