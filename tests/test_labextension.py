@@ -2,7 +2,8 @@
 
 The test builds the wheel as a release would (pyproject.toml's jupyter-builder hook runs
 npm when labextension/src is newer than the build), installs it with no dependencies into
-a fresh virtual environment that borrows this one's packages (JupyterLab among them), and
+a fresh virtual environment that borrows this one's packages (JupyterLab among them;
+tests/environments.py), and
 reads `jupyter labextension list` there: the extension must be listed under that
 environment's labextensions directory, enabled, OK, and owned by the Python package.
 """
@@ -14,14 +15,12 @@ import json
 import os
 import re
 import shutil
-import site
 import subprocess
 import sys
-import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
+from environments import fresh_environment
 
 ROOT = Path(__file__).parent.parent
 EXTENSION = "choreo-kernel"
@@ -66,18 +65,6 @@ def _skip_reason() -> str | None:
     return None
 
 
-def make_environment(directory: Path) -> Path:
-    """A fresh virtual environment that also sees this environment's packages; its python."""
-    venv.create(directory, system_site_packages=True, with_pip=False)
-    python = directory / "bin" / "python"
-    if sys.prefix != sys.base_prefix:
-        # --system-site-packages reaches only the base interpreter's packages, and this
-        # environment (CI's .venv) is where JupyterLab is: add its directories by a .pth file.
-        target = sysconfig.get_path("purelib", vars={"base": str(directory), "platbase": str(directory)})
-        Path(target, "_parent_environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    return python
-
-
 def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
     reason = _skip_reason()
     if reason:
@@ -104,7 +91,7 @@ def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
     )
     (wheel,) = wheels.glob("choreo_kernel-*.whl")
 
-    python = make_environment(tmp_path / "env")
+    python = fresh_environment(tmp_path / "env")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel],
         check=True,
