@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Sets up this checkout: the system tools it needs, then .venv with choreo-kernel installed.
+#
+#   tools/setup.sh lab    JupyterLab and the kernel, to run the tutorials
+#   tools/setup.sh test   the test tools too (the README's second command; CI runs it as well)
+#
+# As root on Debian or Ubuntu it installs what is missing with apt-get: Python's venv module,
+# Graphviz (the graphs) and, for `test`, Chromium (the browser test) and Node.js with npm (the
+# JupyterLab extension's own tests). Node.js is never needed to use the extension: a prebuilt
+# copy is committed (choreo_kernel/labextension). npm is installed only when there is none: the
+# nodejs package of NodeSource brings its own npm and conflicts with Debian's. Without root or
+# apt-get it says what is missing and goes on; the tests that need a missing tool say they skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-}"
+case "$mode" in
+    lab) extras="lab" ;;
+    test) extras="test,browser" ;;
+    *) echo "usage: tools/setup.sh lab|test" >&2; exit 2 ;;
+esac
+
+say() { echo "setup: $*" >&2; }
+
+missing=()
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# Debian's python3 has no ensurepip until python3-venv is installed, so `python3 -m venv` fails.
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+if [ "$mode" = test ]; then
+    command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing ${missing[*]} with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq "${missing[@]}" >/dev/null \
+            || say "warning: apt-get could not install ${missing[*]}; the tests that need them skip"
+    else
+        say "warning: missing ${missing[*]} (as root: apt-get install ${missing[*]}); going on without"
+    fi
+fi
+
+python3 -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+# The committed prebuilt extension is installed as it is; the hook's npm build is for changing it.
+export HATCH_JUPYTER_BUILDER_SKIP_NPM=1
+python -m pip install -q -e ".[$extras]"
+
+# The extension's tests run its TypeScript under Node: build it here (the same bytes as the
+# committed copy; tests/test_labextension.py checks that the copy matches its sources).
+if [ "$mode" = test ]; then
+    if command -v npm >/dev/null 2>&1; then
+        if (cd labextension && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build >/dev/null); then
+            python -m pip install -q --no-deps -e .  # installs the extension just built
+        else
+            say "warning: the JupyterLab extension did not build here; its tests skip"
+        fi
+    else
+        say "warning: no npm; the JupyterLab extension's tests skip"
+    fi
+fi
+
+if [ -f .venv/share/jupyter/labextensions/choreo-kernel/package.json ]; then
+    say "ready: . .venv/bin/activate (JupyterLab extension installed: Choreo cells are highlighted)"
+else
+    say "warning: the JupyterLab extension is not installed, so Choreo cells are not highlighted"
+    exit 1
+fi
