@@ -186,6 +186,14 @@ def test_python_tracebacks_keep_the_cells_line_numbers(kernel: KernelDriver) -> 
     assert "line 3" in run.traceback
 
 
+def test_python_in_a_choreo_cell_is_an_error_not_host_code(kernel: KernelDriver) -> None:
+    """A .co file may hold C++ host code around its functions; a cell is Choreo only."""
+    run = kernel.run("import numpy as np\n" + ADD)
+    assert run.status == "error"
+    count = run.reply["execution_count"]
+    assert f"cell[{count}]:1:1: error: expected a '__co__' function or a preprocessor line" in run.traceback
+
+
 def test_a_bad_call_is_one_choreo_error_with_the_users_line(kernel: KernelDriver) -> None:
     """A wrong element type is the user's mistake: its message and their line, no frames of this package."""
     ok(kernel.run("%%choreo --target sim\n" + ADD))

@@ -36,3 +36,10 @@ def test_a_failing_source_is_not_remembered() -> None:
     for _ in range(2):
         with pytest.raises(ck.ChoreoError, match="missing"):
             ck.compile(broken, target="sim")
+
+
+def test_host_code_is_skipped_in_a_file_and_an_error_in_a_cell() -> None:
+    source = "int main() { return 0; }\n" + ADD
+    assert ck.compile(source, target="sim").functions == ["add"]
+    with pytest.raises(ck.ChoreoError, match="a Choreo cell holds no other code"):
+        ck.compile(source, target="sim", host_code=False)

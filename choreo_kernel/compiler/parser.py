@@ -109,7 +109,8 @@ def _describe_syntax_error(
         end_column = (token.end_column or column + 1) if token.type != "$END" else column + 1
         message = f"syntax error: expected {expected}, found {found}"
         at_token = source_map.span(line, column, line, end_column)
-        after = _end_of_previous_line(text, token) if "SEMICOLON" in accepted else None
+        missing_semicolon = "SEMICOLON" in accepted and token.type != "$END"
+        after = _end_of_previous_line(text, token) if missing_semicolon else None
         if after is not None:  # a missing ';' belongs to the line before, as rustc shows it
             return (
                 message,

@@ -79,7 +79,7 @@ class ChoreoSession:
         options = parse_options(cell, filename)
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
-        module = ck.compile(cell.masked, defines, target, filename)
+        module = ck.compile(cell.masked, defines, target, filename, host_code=False)
         functions = self._remember(module)
         self.last_cell = CompiledCell(cell.masked, defines, target, filename)
         for warning in module.diagnostics:

@@ -134,7 +134,9 @@ def run_sweep(
             sweep.points.append(point)
             progress(f"sweep {index}/{len(points)}: {point.label}: compiling")
             try:
-                module = ck.compile(cell.source, {**cell.defines, **defines}, cell.target, cell.filename)
+                module = ck.compile(
+                    cell.source, {**cell.defines, **defines}, cell.target, cell.filename, host_code=False
+                )
                 session.shell.push({name: CompiledFunction(module, name) for name in module.functions})
                 progress(f"sweep {index}/{len(points)}: {point.label}: running {expression}")
                 value = host_copy(run())  # also the warm-up: loading the binary is not timed
