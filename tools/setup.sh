@@ -5,8 +5,8 @@
 #   tools/setup.sh test   the test tools too (the README's second command; CI runs it as well)
 #
 # As root on Debian or Ubuntu it installs what is missing with apt-get: Python's venv module,
-# Graphviz (the graphs) and, for `test`, Chromium (the browser test) and Node.js with npm (the
-# JupyterLab extension's own tests). Node.js is never needed to use the extension: a prebuilt
+# Graphviz (the graphs) and, for `test`, Chromium and libatomic (the browser test) and Node.js
+# with npm (the JupyterLab extension's own tests). Node.js is never needed to use the extension: a prebuilt
 # copy is committed (choreo_kernel/labextension). npm is installed only when there is none: the
 # nodejs package of NodeSource brings its own npm and conflicts with Debian's. Without root or
 # apt-get it says what is missing and goes on; the tests that need a missing tool say they skip.
@@ -33,6 +33,8 @@ if [ "$mode" = test ]; then
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
     command -v node >/dev/null 2>&1 || missing+=(nodejs)
     command -v npm >/dev/null 2>&1 || missing+=(npm)
+    # Playwright's own Node.js needs libatomic; Debian's nodejs pulls it in, NodeSource's does not.
+    ldconfig -p 2>/dev/null | grep -q 'libatomic\.so\.1' || missing+=(libatomic1)
 fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
