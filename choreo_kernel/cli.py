@@ -158,6 +158,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_target(graph)
 
+    docs_command = _command(
+        commands,
+        run_docs,
+        "print a page of the docs (the language reference and the user guide)",
+        "Print the docs page PAGE as Markdown, or the list of pages without PAGE. "
+        "In a notebook, %docs PAGE shows the same page.",
+    )
+    docs_command.add_argument("page", metavar="PAGE", nargs="?", help="a page name, from `choreo docs`")
+
     install = _command(
         commands,
         run_install,
@@ -218,6 +227,17 @@ def run_check(args: argparse.Namespace) -> int:
     if unreadable:
         return EXIT_USAGE
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    """`choreo docs`: the pages ship with the package (choreo_kernel/docs.py)."""
+    from choreo_kernel import docs
+
+    try:
+        text = docs.markdown(args.page) if args.page else docs.contents()
+    except (docs.UnknownPage, FileNotFoundError) as error:
+        raise _usage_error(str(error)) from None
+    return _write_output(text, None)
 
 
 def run_install(args: argparse.Namespace) -> int:

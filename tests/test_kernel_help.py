@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from corpus import CONFORMANCE, Program, load
 
 import choreo_kernel as ck
+from choreo_kernel import docs
 from choreo_kernel.kernel.cells import split_cell
 from choreo_kernel.kernel.completion import complete, complete_options
 from choreo_kernel.kernel.inspection import help_at
 from choreo_kernel.kernel.summary import describe, format_bytes
-from choreo_kernel.kernel.vocabulary import OPERATIONS
+from choreo_kernel.kernel.vocabulary import (
+    BUILTIN_HELP,
+    ELEMENT_TYPES,
+    KEYWORDS,
+    OPERATIONS,
+    VIEW_METHODS,
+    element_type_help,
+)
 
 
 def summaries(source: str) -> list[str]:
@@ -138,11 +148,27 @@ def help_for(
 def test_help_for_operations_keywords_and_types() -> None:
     assert help_for("la = tma.load.async.swiz<128> lhs => ls;", 8).startswith("tma.load.async:")
     assert help_for("  parallel p by 4", 4).startswith("parallel:")
-    assert help_for("f16") == "`f16` an element type of 2 bytes (language.md 3.1)."
-    assert help_for("f8") == "`f8` is an alias of f8_e4m3 (language.md 3.1)."
+    assert help_for("f16") == "`f16` an element type of 2 bytes (`%docs types`)."
+    assert help_for("f8") == "`f8` is an alias of f8_e4m3 (`%docs types`)."
     assert help_for("cdiv(M, 64)", 2).startswith("cdiv:")
     assert help_for("nothing_known") is None
     assert help_for("   ", 1) is None
+
+
+def test_every_help_names_a_docs_page_that_exists() -> None:
+    """The help says where to read more, `%docs PAGE`; a renamed page must not leave it dangling."""
+    texts = [
+        *KEYWORDS.values(),
+        *OPERATIONS.values(),
+        *VIEW_METHODS.values(),
+        *BUILTIN_HELP.values(),
+        *(element_type_help(name) for name in ELEMENT_TYPES),
+    ]
+    for text in texts:
+        named = re.findall(r"`%docs ([\w-]+)`", text)
+        assert named, f"no docs page in: {text}"
+        for name in named:
+            assert name in docs.pages(), f"'{text}' names the docs page '{name}', which does not exist"
 
 
 def test_help_for_a_dotted_name_follows_the_cursor() -> None:

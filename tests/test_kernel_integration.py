@@ -186,6 +186,18 @@ def test_python_tracebacks_keep_the_cells_line_numbers(kernel: KernelDriver) -> 
     assert "line 3" in run.traceback
 
 
+def test_docs_magic_shows_a_page_of_the_docs(kernel: KernelDriver) -> None:
+    (page,) = ok(kernel.run("%docs futures")).displays()
+    assert page["text/markdown"].startswith("# Futures\n") and page["text/markdown"] == page["text/plain"]
+    (listing,) = ok(kernel.run("%docs")).displays()
+    assert (
+        "`%docs NAME` shows a page" in listing["text/markdown"]
+        and "- `events`: Events" in listing["text/markdown"]
+    )
+    run = kernel.run("%docs nonsense")
+    assert run.reply["ename"] == "UsageError" and "no docs page 'nonsense'" in run.reply["evalue"]
+
+
 def test_python_in_a_choreo_cell_is_an_error_not_host_code(kernel: KernelDriver) -> None:
     """A .co file may hold C++ host code around its functions; a cell is Choreo only."""
     run = kernel.run("import numpy as np\n" + ADD)

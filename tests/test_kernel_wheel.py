@@ -69,6 +69,11 @@ def test_the_wheel_installs_the_kernelspec_into_a_fresh_environment(tmp_path: Pa
     # The environment imports the wheel's package, not this checkout.
     where = run(python, "-c", "import choreo_kernel.kernel.kernel as k; print(k.__file__)", cwd=tmp_path)
     assert where.startswith(str(venv))
+    # The docs' pages are in the wheel: `choreo docs` there reads them, not this checkout's.
+    page = run(python, "-m", "choreo_kernel", "docs", "events", cwd=tmp_path)
+    assert page.startswith("# Events\n")
+    where = run(python, "-c", "from choreo_kernel import docs; print(docs.docs_directory())", cwd=tmp_path)
+    assert where.startswith(str(venv))
     # `choreo install` there finds the kernelspec as wheel data, with no checkout to copy from.
     run(python, "-m", "choreo_kernel", "install", "--prefix", tmp_path / "elsewhere", cwd=tmp_path)
     installed = tmp_path / "elsewhere" / "share" / "jupyter" / "kernels" / "choreo"

@@ -19,7 +19,7 @@ namespace choreo {
 
 // ------------------------------------------------------------------------- element types
 
-// Narrow floating types are kept as their bits; arithmetic on them happens in f32 (language.md 10).
+// Narrow floating types are kept as their bits; arithmetic on them happens in f32 (choreo docs types).
 struct f16 { unsigned short bits; };
 struct bf16 { unsigned short bits; };
 struct f8_e4m3 { unsigned char bits; };
