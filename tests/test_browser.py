@@ -35,7 +35,7 @@ if importlib.util.find_spec("jupyterlab") is None:
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_path
-from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 from programs import BLEND
 
 import choreo_kernel as ck
@@ -341,8 +341,10 @@ def test_shift_tab_shows_help_with_its_code_rendered(lab: tuple[str, Path], page
         cell.get_by_text("parallel", exact=True).first.click()  # the cursor in the word
         page.keyboard.press("Shift+Tab")
         tooltip = page.locator(".jp-Tooltip")
-        tooltip.wait_for(timeout=RUN_SECONDS * 1000)
+        # The tooltip box appears first, its rendered Markdown a moment later.
+        expect(tooltip).to_contain_text("parallel:", timeout=RUN_SECONDS * 1000)
         assert tooltip.inner_text().startswith("parallel:"), tooltip.inner_text()
+        assert "%docs parallelism" in tooltip.inner_text()
         assert tooltip.locator("code").count() >= 1, "the backticks should be rendered as code"
         assert "`" not in tooltip.inner_text()
         page.screenshot(path=shots / "choreo-tooltip.png")
