@@ -6,10 +6,11 @@
 #
 # As root on Debian or Ubuntu it installs what is missing with apt-get: Python's venv module,
 # Graphviz (the graphs) and, for `test`, Chromium and libatomic (the browser test) and Node.js
-# with npm (the JupyterLab extension's own tests). Node.js is never needed to use the extension: a prebuilt
-# copy is committed (choreo_kernel/labextension). npm is installed only when there is none: the
-# nodejs package of NodeSource brings its own npm and conflicts with Debian's. Without root or
-# apt-get it says what is missing and goes on; the tests that need a missing tool say they skip.
+# with npm (the JupyterLab extension's own tests). Node.js is never needed to use the extension:
+# a prebuilt copy is committed (choreo_kernel/labextension). npm is installed only when Node.js,
+# once there, has none: the nodejs package of NodeSource brings its own npm and conflicts with
+# Debian's. Without root or apt-get it says what is missing and goes on; the tests that need a
+# missing tool say they skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,20 +33,35 @@ command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 if [ "$mode" = test ]; then
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
     command -v node >/dev/null 2>&1 || missing+=(nodejs)
-    command -v npm >/dev/null 2>&1 || missing+=(npm)
     # Playwright's own Node.js needs libatomic; Debian's nodejs pulls it in, NodeSource's does not.
     ldconfig -p 2>/dev/null | grep -q 'libatomic\.so\.1' || missing+=(libatomic1)
 fi
 
+can_install() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+
+updated=""
+install_packages() {
+    say "installing $* with apt-get"
+    export DEBIAN_FRONTEND=noninteractive
+    [ -n "$updated" ] || { apt-get update -qq || say "warning: apt-get update failed"; updated=yes; }
+    apt-get install -y -qq "$@" >/dev/null \
+        || say "warning: apt-get could not install $*; the tests that need them skip"
+}
+
 if [ "${#missing[@]}" -gt 0 ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "installing ${missing[*]} with apt-get"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq "${missing[@]}" >/dev/null \
-            || say "warning: apt-get could not install ${missing[*]}; the tests that need them skip"
+    if can_install; then
+        install_packages "${missing[@]}"
     else
         say "warning: missing ${missing[*]} (as root: apt-get install ${missing[*]}); going on without"
+    fi
+fi
+# Only now, with Node.js in place: NodeSource's nodejs (already there, or just installed from a
+# NodeSource apt source) has npm, and Debian's npm package would conflict with it.
+if [ "$mode" = test ] && command -v node >/dev/null 2>&1 && ! command -v npm >/dev/null 2>&1; then
+    if can_install; then
+        install_packages npm
+    else
+        say "warning: missing npm (as root: apt-get install npm); going on without"
     fi
 fi
 
