@@ -9,11 +9,13 @@ stderr, never a traceback, and the other files are still checked.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeAlias
+from xml.etree import ElementTree
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic
@@ -143,15 +145,25 @@ def _build_parser() -> argparse.ArgumentParser:
     graph = _writing_command(
         commands,
         run_graph,
-        "draw the future/event dependency graph of a __co__ function",
-        "the dependency graph of one __co__ function of FILE (futures, events, waits, triggers, "
-        "async paths) as Graphviz DOT, SVG or JSON",
+        "draw the future/event dependency graphs of the __co__ functions",
+        "the dependency graph of every __co__ function of FILE, or of --function F (futures, events, "
+        "waits, triggers, async paths), as Graphviz DOT (one graph per function), SVG (one picture, "
+        "the functions one below the other) or JSON (a list of graphs; one graph with --function)",
     )
-    graph.add_argument("--function", metavar="F", help="the __co__ function (needed when FILE has several)")
+    graph.add_argument("--function", metavar="F", help="only this __co__ function")
     graph.add_argument(
         "--format", choices=("dot", "svg", "json"), default="dot", help="what to write (default: dot)"
     )
     _add_target(graph)
+
+    docs_command = _command(
+        commands,
+        run_docs,
+        "print a page of the docs (the language reference and the user guide)",
+        "Print the docs page PAGE as Markdown, or the list of pages without PAGE. "
+        "In a notebook, %docs PAGE shows the same page.",
+    )
+    docs_command.add_argument("page", metavar="PAGE", nargs="?", help="a page name, from `choreo docs`")
 
     install = _command(
         commands,
@@ -215,6 +227,17 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_ERRORS if errors else EXIT_OK
 
 
+def run_docs(args: argparse.Namespace) -> int:
+    """`choreo docs`: the pages ship with the package (choreo_kernel/docs.py)."""
+    from choreo_kernel import docs
+
+    try:
+        text = docs.markdown(args.page) if args.page else docs.contents()
+    except (docs.UnknownPage, FileNotFoundError) as error:
+        raise _usage_error(str(error)) from None
+    return _write_output(text, None)
+
+
 def run_install(args: argparse.Namespace) -> int:
     """`choreo install`: Jupyter is imported only here, so the other commands work without it."""
     from choreo_kernel.kernel.install import install
@@ -242,7 +265,7 @@ def run_emit(args: argparse.Namespace) -> int:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    """`choreo graph`: diagnostics as `check` prints them when the source has errors, else the graph."""
+    """`choreo graph`: diagnostics as `check` prints them when the source has errors, else the graphs."""
     from choreo_kernel.compiler.graph import GraphvizMissing, build_graph
 
     path = args.file
@@ -250,24 +273,58 @@ def run_graph(args: argparse.Namespace) -> int:
     for warning in analysis.diagnostics:  # on stderr: standard output is the graph
         print(warning.render(source, path), file=sys.stderr)
     functions = list(analysis.functions)
-    name = args.function or (functions[0] if len(functions) == 1 else None)
     if not functions:
         raise _usage_error(f"{path}: has no __co__ function")
-    if name not in analysis.functions:
-        asked = f"no __co__ function '{name}'" if name else "several __co__ functions"
-        raise _usage_error(f"{path}: has {asked}; use --function with one of: {', '.join(functions)}")
-    graph = build_graph(analysis, name)
+    if args.function is not None and args.function not in analysis.functions:
+        raise _usage_error(
+            f"{path}: has no __co__ function '{args.function}'; it has: {', '.join(functions)}"
+        )
+    graphs = [build_graph(analysis, name) for name in ([args.function] if args.function else functions)]
     if args.format == "json":
-        text = graph.to_json() + "\n"
+        listed = json.dumps([graph.to_dict() for graph in graphs], indent=2)
+        text = (graphs[0].to_json() if args.function else listed) + "\n"
     elif args.format == "svg":
         try:
-            text = graph.to_svg()
+            text = stacked_svg([graph.to_svg() for graph in graphs])
         except GraphvizMissing as missing:
             print(f"choreo: warning: {missing}; writing the DOT text instead", file=sys.stderr)
-            text = graph.to_dot()
+            text = "".join(graph.to_dot() for graph in graphs)
     else:
-        text = graph.to_dot()
+        text = "".join(graph.to_dot() for graph in graphs)  # several graphs: one page each for `dot`
     return _write_output(text, args.output)
+
+
+def stacked_svg(pictures: Sequence[str]) -> str:
+    """One SVG document holding `pictures` one below the other, each at its own size.
+
+    Graphviz draws each function separately (so each looks as it does alone); the pictures are
+    nested `<svg>` elements of an outer one whose user unit is graphviz's point.
+    """
+    if len(pictures) == 1:
+        return pictures[0]
+    namespace = "http://www.w3.org/2000/svg"
+    ElementTree.register_namespace("", namespace)
+    ElementTree.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    parsed = [ElementTree.fromstring(picture) for picture in pictures]
+    sizes = [(_points(svg.get("width")), _points(svg.get("height"))) for svg in parsed]
+    width, height = max(w for w, _ in sizes), sum(h for _, h in sizes)
+    outer = ElementTree.Element(
+        f"{{{namespace}}}svg",
+        {"width": f"{width:g}pt", "height": f"{height:g}pt", "viewBox": f"0 0 {width:g} {height:g}"},
+    )
+    top = 0.0
+    for svg, (w, h) in zip(parsed, sizes):
+        svg.set("y", f"{top:g}")
+        svg.set("width", f"{w:g}")
+        svg.set("height", f"{h:g}")
+        outer.append(svg)
+        top += h
+    return ElementTree.tostring(outer, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _points(length: str | None) -> float:
+    """Graphviz writes sizes as `123pt`."""
+    return float((length or "0").removesuffix("pt"))
 
 
 class CommandStopped(Exception):

@@ -141,15 +141,20 @@ def compile(
     defines: Mapping[str, object] | None = None,
     target: str = "auto",
     filename: str = "<source>",
+    host_code: bool = True,
 ) -> Module:
-    """Analyze `source` for `target` (auto: cuda with a GPU and CuPy, else sim); raise `ChoreoError` on any error."""
+    """Analyze `source` for `target` (auto: cuda with a GPU and CuPy, else sim); raise `ChoreoError` on any error.
+
+    With `host_code` (a `.co` file's way) text outside the `__co__` functions is C++ host code
+    and skipped; without it (a notebook cell's way) such text is an error.
+    """
     resolved = resolve_target(target)
-    key = _build_key(source, defines, resolved, filename)
+    key = _build_key(source, defines, resolved, filename, host_code)
     build = _BUILDS.get(key) if key is not None else None
     if build is not None:
         _BUILDS.move_to_end(key)
     else:
-        analysis = analyze(source, defines, resolved, filename=filename)
+        analysis = analyze(source, defines, resolved, host_code, filename=filename)
         if analysis.has_errors:
             raise ChoreoError(analysis.diagnostics, source, filename)
         build = Build(analysis, source, defines or {}, resolved, filename)
@@ -163,14 +168,14 @@ _BUILDS_KEPT = 64
 
 
 def _build_key(
-    source: str, defines: Mapping[str, object] | None, target: str, filename: str
+    source: str, defines: Mapping[str, object] | None, target: str, filename: str, host_code: bool
 ) -> Hashable | None:
     """The memo key of a build; None when a define's value cannot be a key (it is then rebuilt).
 
     A value's type is part of the key: `1` and `1.0` are equal but define different text.
     """
     values = tuple(sorted((name, type(value), value) for name, value in (defines or {}).items()))
-    key = (source, values, target, filename)
+    key = (source, values, target, filename, host_code)
     try:
         hash(key)
     except TypeError:

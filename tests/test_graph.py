@@ -369,16 +369,55 @@ def test_cli_bad_file_is_one_line(tmp_path: Path, content: bytes | None, reason:
     assert result.stdout == ""
 
 
-def test_cli_function_must_exist(tmp_path: Path) -> None:
-    source = GEMM_1P2C.read_text(encoding="utf-8")
-    two = tmp_path / "two.co"
-    two.write_text(source + "\n" + source.replace("gemm_ws(", "gemm_ws_again("), encoding="utf-8")
-    unnamed = choreo("graph", two)
-    assert unnamed.returncode == 2 and "gemm_ws, gemm_ws_again" in unnamed.stderr
-    wrong = choreo("graph", two, "--function", "gemm")
-    assert wrong.returncode == 2 and "'gemm'" in wrong.stderr
-    named = choreo("graph", two, "--function", "gemm_ws_again")
-    assert named.returncode == 0 and named.stdout.startswith('digraph "gemm_ws_again"')
+@pytest.fixture
+def two_functions(tmp_path: Path) -> Path:
+    """A file with two __co__ functions: the 1p2c GEMM and a renamed copy of the pipeline."""
+    gemm = GEMM_1P2C.read_text(encoding="utf-8")
+    pipeline = PIPELINE.read_text(encoding="utf-8").replace("pipeline(", "pipeline_again(")
+    path = tmp_path / "two.co"
+    path.write_text(gemm + "\n" + pipeline, encoding="utf-8")
+    return path
+
+
+def test_cli_draws_every_function_of_a_file(two_functions: Path) -> None:
+    analysis = analyze(two_functions.read_text(encoding="utf-8"))
+    names = list(analysis.functions)
+    assert len(names) == 2
+    expected = [build_graph(analysis, name) for name in names]
+
+    dot = choreo("graph", two_functions)
+    assert dot.returncode == 0, dot.stderr
+    assert dot.stdout == "".join(graph.to_dot() for graph in expected)  # one digraph (page) each
+
+    listed = choreo("graph", two_functions, "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == [graph.to_dict() for graph in expected]
+
+
+@pytest.mark.skipif(DOT_MISSING, reason="graphviz 'dot' is not installed")
+def test_cli_svg_of_several_functions_is_one_picture_with_one_page_each(two_functions: Path) -> None:
+    from xml.etree import ElementTree
+
+    result = choreo("graph", two_functions, "--format", "svg")
+    assert result.returncode == 0, result.stderr
+    outer = ElementTree.fromstring(result.stdout)
+    svg = "{http://www.w3.org/2000/svg}"
+    pages = outer.findall(f"{svg}svg")
+    assert [page.find(f"{svg}g/{svg}title").text for page in pages] == ["gemm_ws", "pipeline_again"]
+    heights = [float(page.get("height")) for page in pages]
+    assert [float(page.get("y")) for page in pages] == [0.0, heights[0]]  # stacked, not overlapping
+    assert float(outer.get("height").removesuffix("pt")) == pytest.approx(sum(heights))
+    assert float(outer.get("width").removesuffix("pt")) == max(float(page.get("width")) for page in pages)
+
+
+def test_cli_function_narrows_to_one(two_functions: Path) -> None:
+    wrong = choreo("graph", two_functions, "--function", "gemm")
+    assert wrong.returncode == 2 and "'gemm'" in wrong.stderr and "gemm_ws, pipeline_again" in wrong.stderr
+    named = choreo("graph", two_functions, "--function", "pipeline_again")
+    assert named.returncode == 0 and named.stdout.startswith('digraph "pipeline_again"')
+    assert named.stdout.count("digraph") == 1
+    one = choreo("graph", two_functions, "--function", "gemm_ws", "--format", "json")
+    assert json.loads(one.stdout)["function"] == "gemm_ws"  # one graph, not a list
 
 
 # ------------------------------------------------------------------ the static checks

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+from pathlib import Path
+
 import pytest
 
 import choreo_kernel as ck
 from choreo_kernel.kernel.cells import CHOREO, IPYTHON, PYTHON, choreo_is_complete, split_cell
 from choreo_kernel.kernel.options import CellOptions, parse_options
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.mark.parametrize(
@@ -80,6 +86,25 @@ def test_is_complete_follows_brackets(source: str, status: str, indent: str) -> 
     assert choreo_is_complete(source) == (status, indent)
 
 
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
+def test_a_wide_graph_is_fitted_to_the_output_width_with_its_size_said() -> None:
+    from choreo_kernel.kernel.display import fitted_graph_html, graph_bundle
+
+    module = ck.compile((EXAMPLES / "03_events_pipelines.co").read_text(), target="sim")
+    html = graph_bundle(module, "pipe2")["text/html"]
+    width, height = (
+        int(value) for value in re.search(r'<img [^>]*width="(\d+)" height="(\d+)"', html).groups()
+    )
+    assert width > 1000, "tutorial 3's pipe2 is the wide graph of the issue"
+    assert "max-width: 100%" in html and "input:checked + img { max-width: none" in html
+    assert f"{width} × {height} px: click the graph to see it at full size" in html
+    # A narrow one needs no caption.
+    narrow = '<svg width="300pt" height="150pt" viewBox="0 0 300 150"></svg>'
+    assert 'width="400" height="200"' in fitted_graph_html(narrow, "f") and "<p>" not in fitted_graph_html(
+        narrow, "f"
+    )
+
+
 def test_without_graphviz_the_graph_cell_shows_the_reason_and_the_dot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -92,6 +117,6 @@ def test_without_graphviz_the_graph_cell_shows_the_reason_and_the_dot(
     monkeypatch.setattr(dot_module.shutil, "which", lambda name: None)
     module = ck.compile(BLEND, target="sim")
     bundle = graph_bundle(module, "blend")
-    assert "image/svg+xml" not in bundle
+    assert "image/svg+xml" not in bundle and "text/html" not in bundle
     assert bundle["text/vnd.graphviz"] == module.graph("blend").to_dot()
     assert bundle["text/plain"].startswith("graphviz is not installed")

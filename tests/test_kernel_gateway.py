@@ -1,4 +1,4 @@
-"""The Choreo kernel behind Jupyter Kernel Gateway, started as docs/gateway.md tells a GPU node to.
+"""The Choreo kernel behind Jupyter Kernel Gateway, started as docs/guide/gateway.md tells a GPU node to.
 
 A real `python -m kernel_gateway` on loopback with a token; the test speaks its REST API
 (kernel specs, start and delete a kernel) and its websocket channels (execute requests,
@@ -35,7 +35,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 CELL_TIMEOUT_S = 60
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "gateway.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "guide" / "gateway.md"
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Gateway:
 
 @contextmanager
 def kernel_gateway(log: Path) -> Iterator[Gateway]:
-    """The gateway as docs/gateway.md starts it, on a free loopback port; stopped (and its kernels) afterwards."""
+    """The gateway as docs/guide/gateway.md starts it, on a free loopback port; stopped (and its kernels) afterwards."""
     gateway = Gateway(f"127.0.0.1:{free_port()}", secrets.token_hex(16))
     arguments = [
         sys.executable,
@@ -151,7 +151,7 @@ def test_a_choreo_cell_runs_through_the_kernel_gateway(tmp_path: Path) -> None:
 
 
 def test_the_documented_kernelspecs_start_the_choreo_kernel() -> None:
-    """docs/gateway.md's kernelspecs: valid JSON, language choreo, and the module or class they start exists."""
+    """docs/guide/gateway.md's kernelspecs: valid JSON, language choreo, and the module or class they start exists."""
     from ipykernel.kernelbase import Kernel
 
     blocks = re.findall(r"```json\n(.*?)```", DOCS.read_text(), flags=re.DOTALL)
@@ -160,7 +160,7 @@ def test_the_documented_kernelspecs_start_the_choreo_kernel() -> None:
     local = [spec for spec in specs if spec["argv"][1:3] == ["-m", "choreo_kernel.kernel"]]
     assert local and all(spec["argv"][3:] == ["-f", "{connection_file}"] for spec in local)
     remote = [spec for spec in specs if "--kernel-class-name" in spec["argv"]]
-    assert remote, "docs/gateway.md has no kernelspec with --kernel-class-name"
+    assert remote, "docs/guide/gateway.md has no kernelspec with --kernel-class-name"
     for spec in remote:
         argv = spec["argv"]
         module_name, _, class_name = argv[argv.index("--kernel-class-name") + 1].rpartition(".")

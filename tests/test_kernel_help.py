@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from corpus import CONFORMANCE, Program, load
 
 import choreo_kernel as ck
-from choreo_kernel.kernel.completion import complete
+from choreo_kernel import docs
+from choreo_kernel.kernel.cells import split_cell
+from choreo_kernel.kernel.completion import complete, complete_options
 from choreo_kernel.kernel.inspection import help_at
 from choreo_kernel.kernel.summary import describe, format_bytes
-from choreo_kernel.kernel.vocabulary import OPERATIONS
+from choreo_kernel.kernel.vocabulary import (
+    BUILTIN_HELP,
+    ELEMENT_TYPES,
+    KEYWORDS,
+    OPERATIONS,
+    VIEW_METHODS,
+    element_type_help,
+)
 
 
 def summaries(source: str) -> list[str]:
@@ -78,6 +89,19 @@ def test_every_valid_program_has_a_summary(program: Program) -> None:
         assert "__co__" not in line and "threads/block" in line
 
 
+def test_summary_says_thread_for_one() -> None:
+    """A block-level program without inner levels runs one thread per block."""
+    source = """\
+__co__ f32 [N] copy(f32 [N] a) {
+  f32 [N] out;
+  parallel p by N / 32 : block {
+    dma.copy a.chunkat(p) => out.chunkat(p);
+  }
+  return out;
+}"""
+    assert summaries(source) == ["f32 [N] copy(f32 [N] a): 1 kernel, 1 thread/block, no shared memory"]
+
+
 def test_format_bytes() -> None:
     assert [format_bytes(n) for n in (0, 512, 1536, 65536)] == ["0 B", "512 B", "1.5 KiB", "64 KiB"]
 
@@ -109,6 +133,26 @@ def test_completion_of_words_and_names_from_earlier_cells() -> None:
     assert (reply["cursor_start"], reply["cursor_end"], reply["matches"]) == (4, 6, ["add"])
 
 
+def header_matches(code: str, cursor: int | None = None) -> list[str] | None:
+    reply = complete_options(split_cell(code), len(code) if cursor is None else cursor)
+    return None if reply is None else list(reply["matches"])
+
+
+def test_completion_on_the_choreo_line_offers_its_options() -> None:
+    assert header_matches("%%choreo --") == ["--cuda", "--graph", "--ptx", "--sass", "--target"]
+    assert header_matches("%%choreo --graph -") == ["--cuda", "--graph", "--ptx", "--sass", "--target", "-D"]
+    assert header_matches("%%choreo --target ") == ["auto", "cuda", "sim"]
+    assert header_matches("%%choreo --target s") == ["sim"]
+    assert header_matches("%%choreo --target=c") == ["--target=cuda"]
+    assert header_matches("%%choreo") == []  # no space yet: an option would run into the word
+    # The cursor on the header of a longer cell; below the header the Choreo words complete.
+    cell = "%%choreo --gr\n__co__ void f() {}"
+    assert header_matches(cell, len("%%choreo --gr")) == ["--graph"]
+    assert header_matches(cell, len(cell) - 3) is None
+    reply = complete_options(split_cell("%%choreo --graph --t"), len("%%choreo --graph --t"))
+    assert (reply["cursor_start"], reply["cursor_end"]) == (17, 20)
+
+
 def help_for(
     code: str, cursor: int | None = None, functions: dict | None = None, macros: dict | None = None
 ) -> str | None:
@@ -118,11 +162,27 @@ def help_for(
 def test_help_for_operations_keywords_and_types() -> None:
     assert help_for("la = tma.load.async.swiz<128> lhs => ls;", 8).startswith("tma.load.async:")
     assert help_for("  parallel p by 4", 4).startswith("parallel:")
-    assert help_for("f16") == "`f16` an element type of 2 bytes (language.md 3.1)."
-    assert help_for("f8") == "`f8` is an alias of f8_e4m3 (language.md 3.1)."
+    assert help_for("f16") == "`f16` an element type of 2 bytes (`%docs types`)."
+    assert help_for("f8") == "`f8` is an alias of f8_e4m3 (`%docs types`)."
     assert help_for("cdiv(M, 64)", 2).startswith("cdiv:")
     assert help_for("nothing_known") is None
     assert help_for("   ", 1) is None
+
+
+def test_every_help_names_a_docs_page_that_exists() -> None:
+    """The help says where to read more, `%docs PAGE`; a renamed page must not leave it dangling."""
+    texts = [
+        *KEYWORDS.values(),
+        *OPERATIONS.values(),
+        *VIEW_METHODS.values(),
+        *BUILTIN_HELP.values(),
+        *(element_type_help(name) for name in ELEMENT_TYPES),
+    ]
+    for text in texts:
+        named = re.findall(r"`%docs ([\w-]+)`", text)
+        assert named, f"no docs page in: {text}"
+        for name in named:
+            assert name in docs.pages(), f"'{text}' names the docs page '{name}', which does not exist"
 
 
 def test_help_for_a_dotted_name_follows_the_cursor() -> None:
@@ -135,5 +195,6 @@ def test_help_for_compiled_functions_and_macros() -> None:
     class Function:
         __doc__ = "f32 [M] f(f32 [M] a): 1 kernel, 32 threads/block, no shared memory"
 
-    assert help_for("f", functions={"f": Function()}) == "__co__ " + Function.__doc__
-    assert help_for("TILE", macros={"TILE": "64"}) == "#define TILE 64"
+    # In code spans: Markdown would read `__co__` as bold and `#define` as a heading.
+    assert help_for("f", functions={"f": Function()}) == f"`__co__ {Function.__doc__}`"
+    assert help_for("TILE", macros={"TILE": "64"}) == "`#define TILE 64`"

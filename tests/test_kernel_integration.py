@@ -6,6 +6,8 @@ a kernel with no history, or that interrupt it, start their own.
 
 from __future__ import annotations
 
+import base64
+import re
 import time
 from collections.abc import Iterator
 
@@ -154,8 +156,11 @@ def test_graph_bundle_has_svg_and_dot(kernel: KernelDriver) -> None:
     run = kernel.run("%%choreo --graph\n" + BLEND)
     assert run.status == "ok", run.traceback
     _summary, graph = run.displays()
-    assert set(graph) == {"image/svg+xml", "text/vnd.graphviz", "text/plain"}
+    assert set(graph) == {"image/svg+xml", "text/html", "text/vnd.graphviz", "text/plain"}
     assert "<svg" in graph["image/svg+xml"]
+    # The notebook form: the same SVG as an image no wider than the output area.
+    source = re.search(r'<img src="data:image/svg\+xml;base64,([^"]+)"', graph["text/html"])
+    assert source and base64.b64decode(source.group(1)).decode() == graph["image/svg+xml"]
     assert graph["text/vnd.graphviz"].lstrip().startswith(("digraph", "strict digraph"))
     assert graph["text/plain"] == graph["text/vnd.graphviz"]
 
@@ -181,6 +186,41 @@ def test_python_tracebacks_keep_the_cells_line_numbers(kernel: KernelDriver) -> 
     assert "line 3" in run.traceback
 
 
+def test_docs_magic_shows_a_page_of_the_docs(kernel: KernelDriver) -> None:
+    (page,) = ok(kernel.run("%docs futures")).displays()
+    assert page["text/markdown"].startswith("# Futures\n") and page["text/markdown"] == page["text/plain"]
+    (listing,) = ok(kernel.run("%docs")).displays()
+    assert (
+        "`%docs NAME` shows a page" in listing["text/markdown"]
+        and "- `events`: Events" in listing["text/markdown"]
+    )
+    run = kernel.run("%docs nonsense")
+    assert run.reply["ename"] == "UsageError" and "no docs page 'nonsense'" in run.reply["evalue"]
+
+
+def test_python_in_a_choreo_cell_is_an_error_not_host_code(kernel: KernelDriver) -> None:
+    """A .co file may hold C++ host code around its functions; a cell is Choreo only."""
+    run = kernel.run("import numpy as np\n" + ADD)
+    assert run.status == "error"
+    count = run.reply["execution_count"]
+    assert f"cell[{count}]:1:1: error: expected a '__co__' function or a preprocessor line" in run.traceback
+
+
+def test_a_bad_call_is_one_choreo_error_with_the_users_line(kernel: KernelDriver) -> None:
+    """A wrong element type is the user's mistake: its message and their line, no frames of this package."""
+    ok(kernel.run("%%choreo --target sim\n" + ADD))
+    run = kernel.run("%%python\nimport numpy as np\nwide = np.ones((16, 16))\nadd(wide, wide)")
+    assert run.reply["ename"] == "ChoreoError"
+    count = run.reply["execution_count"]
+    assert run.traceback.splitlines() == [
+        "ChoreoError: add(): parameter 'a' has element type f32, got float64",
+        f"   = note: called from Cell In[{count}], line 4: add(wide, wide)",
+    ]
+    # Called from the user's own function: the innermost line of the user's code is named.
+    run = kernel.run("%%python\ndef twice(x):\n    return add(x, x)\n\ntwice(np.ones((16, 16), np.int32))")
+    assert run.traceback.splitlines()[1].endswith("line 3: return add(x, x)"), run.traceback
+
+
 def test_completion_knows_functions_from_earlier_cells(kernel: KernelDriver) -> None:
     assert kernel.run(ADD).status == "ok"
     reply = kernel.request("complete", "x = ad", 6)
@@ -189,12 +229,24 @@ def test_completion_knows_functions_from_earlier_cells(kernel: KernelDriver) -> 
         "complete", "%%python\nimport numpy\nnumpy.arr", len("%%python\nimport numpy\nnumpy.arr")
     )
     assert "numpy.array" in reply["matches"] or "array" in reply["matches"]
+    # On the `%%choreo` line the options complete, not Choreo's keywords.
+    code = "%%choreo --graph --\n" + ADD
+    reply = kernel.request("complete", code, len("%%choreo --graph --"))
+    assert (
+        reply["matches"] == ["--cuda", "--graph", "--ptx", "--sass", "--target"]
+        and reply["cursor_start"] == 17
+    )
 
 
 def test_inspection_explains_operations_and_compiled_functions(kernel: KernelDriver) -> None:
     assert kernel.run(ADD).status == "ok"
     reply = kernel.request("inspect", "  f = dma.copy.async a => shared;", 10)
     assert reply["found"] and reply["data"]["text/plain"].startswith("dma.copy.async:")
+    # Markdown for JupyterLab's tooltip, which renders the backticks as code.
+    assert (
+        reply["data"]["text/markdown"] == reply["data"]["text/plain"]
+        and "`" in reply["data"]["text/markdown"]
+    )
     reply = kernel.request("inspect", "add", 1)
     assert reply["found"] and "256 threads/block" in reply["data"]["text/plain"]
     reply = kernel.request("inspect", "%%python\nadd", len("%%python\nadd"))

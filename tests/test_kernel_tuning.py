@@ -22,9 +22,18 @@ from choreo_kernel.kernel.resources import KernelResources, resources_bundle
 from choreo_kernel.kernel.tables import table_bundle
 from choreo_kernel.kernel.tuning import parse_grid
 from choreo_kernel.profiling.tools import find_tool
-from choreo_kernel.tuning.point import difference
-from choreo_kernel.tuning.sweep import grid_points
-from choreo_kernel.tuning.timing import BYTES, FLOPS, SIM_DEVICE, Timing, Work, device_named, format_seconds
+from choreo_kernel.tuning.point import Point, difference
+from choreo_kernel.tuning.sweep import Sweep, grid_points
+from choreo_kernel.tuning.timing import (
+    BYTES,
+    FLOPS,
+    SIM_DEVICE,
+    Device,
+    Timing,
+    Work,
+    device_named,
+    format_seconds,
+)
 
 DATA = "%%python\nimport numpy as np\na = np.ones((32, 32), np.float32)\nb = np.ones((32, 32), np.float32)"
 
@@ -57,7 +66,7 @@ def test_bench_reports_a_bad_line_as_usage(kernel: KernelDriver) -> None:
     assert "not both" in run.reply["evalue"]
 
 
-def test_sweep_shows_progress_a_table_a_plot_and_the_best_defines(kernel: KernelDriver) -> None:
+def test_sweep_on_sim_shows_progress_a_table_and_a_plot_and_ranks_nothing(kernel: KernelDriver) -> None:
     run = ok(kernel.run("%sweep SCALE=1,1,2 -n 2 -- add(a, b)"))
     updates = [m["content"]["data"] for m in run.outputs if m["msg_type"] == "update_display_data"]
     texts = [update["text/plain"] for update in updates]
@@ -75,12 +84,35 @@ def test_sweep_shows_progress_a_table_a_plot_and_the_best_defines(kernel: Kernel
     assert rows[2].startswith("! 2") and "DIFFERS: 1024 of 1024 values" in rows[2]
     assert "<table>" in table["text/html"] and "color:#b91c1c" in table["text/html"]
     assert base64.b64decode(plot["image/png"]).startswith(b"\x89PNG")
+    # CPU times of the interpreter say nothing about a GPU: no best point, no #define to paste.
     out = run.stream()
-    assert "best: SCALE=1" in out and out.endswith("paste into the cell:\n#define SCALE 1\n")
+    assert out.startswith("not ranked: on the sim backend") and "best" not in out.replace(
+        "the best point", ""
+    )
+    assert "#define" not in out
     # The cell's own build is back: SCALE 1.
     assert ok(
-        kernel.run("%%python\nprint(add(a, b)[0, 0], _sweep.points[2].difference is not None)")
-    ).stream() == ("2.0 True\n")
+        kernel.run("%%python\nprint(add(a, b)[0, 0], _sweep.points[2].difference is not None, _sweep.best)")
+    ).stream() == ("2.0 True None\n")
+
+
+def sweep_of(device: Device, medians: list[float], differs: int | None = None) -> Sweep:
+    sweep = Sweep("cell[1]")
+    for index, median in enumerate(medians):
+        point = Point({"BN": 64 * (index + 1)}, Timing("gemm()", [median], device))
+        point.difference = "1 of 4 values differ" if index == differs else None
+        sweep.points.append(point)
+    return sweep
+
+
+def test_on_a_gpu_the_best_point_is_the_fastest_that_agrees() -> None:
+    gpu = device_named("NVIDIA H200")
+    assert sweep_of(gpu, [3.0, 1.0, 2.0]).best.defines == {"BN": 128}
+    assert sweep_of(gpu, [3.0, 1.0, 2.0], differs=1).best.defines == {"BN": 192}
+    assert sweep_of(gpu, [3.0, 1.0, 2.0]).defines_text() == "#define BN 128"
+    # The same timings on sim rank nothing.
+    on_sim = sweep_of(SIM_DEVICE, [3.0, 1.0, 2.0])
+    assert not on_sim.ranked and on_sim.best is None and on_sim.defines_text() == ""
 
 
 def test_sweep_refuses_names_the_cell_does_not_take(kernel: KernelDriver) -> None:
@@ -96,7 +128,7 @@ def test_a_point_that_fails_is_marked_and_the_sweep_goes_on(kernel: KernelDriver
     run = ok(kernel.run("%sweep SCALE=1,a.b -n 1 -- add(a, b)"))
     failed = run.displays()[1]["text/plain"].splitlines()[4]
     assert failed.startswith("! a.b") and "error:" in failed
-    assert run.stream().endswith("#define SCALE 1\n")
+    assert run.stream().startswith("not ranked")
 
 
 def test_resources_on_sim_says_it_needs_cuda(kernel: KernelDriver) -> None:

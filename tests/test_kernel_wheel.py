@@ -1,9 +1,9 @@
 """Installing makes the kernel visible to Jupyter: the wheel's kernelspec, and `choreo install`.
 
 The wheel is built from this checkout without build isolation (nothing downloaded) and
-installed with --no-deps into a fresh virtual environment that sees this one's packages,
-so the test checks what the wheel itself brings: the kernelspec under the environment's
-share/jupyter/kernels.
+installed with --no-deps into a fresh virtual environment that borrows this one's packages
+(tests/environments.py; never the base interpreter's), so the test checks what the wheel
+itself brings: the kernelspec under the environment's share/jupyter/kernels.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from environments import fresh_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 300
@@ -40,8 +42,7 @@ def test_the_wheel_installs_the_kernelspec_into_a_fresh_environment(tmp_path: Pa
     )
     (wheel,) = (tmp_path / "dist").glob("choreo_kernel-*.whl")
     venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", "--system-site-packages", venv, cwd=tmp_path)
-    python = venv / "bin" / "python"
+    python = fresh_environment(venv)
     run(
         python,
         "-m",
@@ -67,6 +68,11 @@ def test_the_wheel_installs_the_kernelspec_into_a_fresh_environment(tmp_path: Pa
     assert json.loads(listed)["kernelspecs"]["choreo"]["resource_dir"] == str(spec_dir)
     # The environment imports the wheel's package, not this checkout.
     where = run(python, "-c", "import choreo_kernel.kernel.kernel as k; print(k.__file__)", cwd=tmp_path)
+    assert where.startswith(str(venv))
+    # The docs' pages are in the wheel: `choreo docs` there reads them, not this checkout's.
+    page = run(python, "-m", "choreo_kernel", "docs", "events", cwd=tmp_path)
+    assert page.startswith("# Events\n")
+    where = run(python, "-c", "from choreo_kernel import docs; print(docs.docs_directory())", cwd=tmp_path)
     assert where.startswith(str(venv))
     # `choreo install` there finds the kernelspec as wheel data, with no checkout to copy from.
     run(python, "-m", "choreo_kernel", "install", "--prefix", tmp_path / "elsewhere", cwd=tmp_path)

@@ -1,30 +1,28 @@
-"""The wheel carries the JupyterLab extension prebuilt, and Jupyter finds it after `pip install`.
+"""The JupyterLab extension is committed prebuilt, and Jupyter finds it after `pip install`.
 
-The test builds the wheel as a release would (pyproject.toml's jupyter-builder hook runs
-npm when labextension/src is newer than the build), installs it with no dependencies into
-a fresh virtual environment that borrows this one's packages (JupyterLab among them), and
-reads `jupyter labextension list` there: the extension must be listed under that
-environment's labextensions directory, enabled, OK, and owned by the Python package.
+The build (choreo_kernel/labextension/) must match its sources; the wheel, built as a release
+would build it, ships it; installed with no dependencies into a fresh virtual environment that
+borrows this one's packages (JupyterLab among them; tests/environments.py), `jupyter
+labextension list` there must show it under that environment's labextensions directory,
+enabled, OK, and owned by the Python package. None of this needs Node.js.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
-import os
 import re
-import shutil
-import site
 import subprocess
 import sys
-import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
+from environments import fresh_environment
 
 ROOT = Path(__file__).parent.parent
 EXTENSION = "choreo-kernel"
+LABEXTENSION = ROOT / "labextension"
 
 # One extension line: `        choreo-kernel v0.1.0 enabled OK (python, choreo_kernel)`.
 _ENTRY = re.compile(
@@ -61,21 +59,32 @@ def _skip_reason() -> str | None:
     ]
     if missing:
         return f"needs {', '.join(missing)} to build the wheel without build isolation (pip install -e '.[test]')"
-    if shutil.which("npm") is None:
-        return "needs Node.js and npm to build the JupyterLab extension"
     return None
 
 
-def make_environment(directory: Path) -> Path:
-    """A fresh virtual environment that also sees this environment's packages; its python."""
-    venv.create(directory, system_site_packages=True, with_pip=False)
-    python = directory / "bin" / "python"
-    if sys.prefix != sys.base_prefix:
-        # --system-site-packages reaches only the base interpreter's packages, and this
-        # environment (CI's .venv) is where JupyterLab is: add its directories by a .pth file.
-        target = sysconfig.get_path("purelib", vars={"base": str(directory), "platbase": str(directory)})
-        Path(target, "_parent_environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    return python
+BUILD = ROOT / "choreo_kernel" / "labextension"
+
+
+def test_the_committed_build_is_made_from_the_sources_as_they_are() -> None:
+    """The build is committed, so that installing needs no Node.js; it must not lag its sources.
+
+    `npm run build` records the SHA-256 of each source file (labextension/stamp.mjs); here every
+    recorded file must still hash the same, and every file in their folders must be recorded.
+    """
+    recorded = dict(
+        reversed(line.split("  ", 1)) for line in (BUILD / "sources.sha256").read_text().splitlines()
+    )
+    folders = {Path(path).parent for path in recorded} - {Path(".")}
+    present = {
+        path.relative_to(LABEXTENSION).as_posix()
+        for folder in folders
+        for path in (LABEXTENSION / folder).rglob("*")
+        if path.is_file()
+    }
+    current = {path: hashlib.sha256((LABEXTENSION / path).read_bytes()).hexdigest() for path in recorded}
+    rebuild = "labextension/ changed since choreo_kernel/labextension was built: run `npm run build` there and commit"
+    assert present <= set(recorded), f"{sorted(present - set(recorded))} are not in the build; {rebuild}"
+    assert current == recorded, rebuild
 
 
 def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
@@ -83,8 +92,6 @@ def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
     if reason:
         pytest.skip(reason)
 
-    # The hook's npm build needs the jupyter-builder command of this environment.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     wheels = tmp_path / "wheels"
     subprocess.run(
         [
@@ -100,11 +107,10 @@ def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
             ROOT,
         ],
         check=True,
-        env=env,
     )
     (wheel,) = wheels.glob("choreo_kernel-*.whl")
 
-    python = make_environment(tmp_path / "env")
+    python = fresh_environment(tmp_path / "env")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel],
         check=True,

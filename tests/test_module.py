@@ -46,3 +46,10 @@ def test_a_module_keeps_its_defines_and_names_its_kernels() -> None:
     assert module.kernels("add") == ["add_kernel", "add_kernel_2"]
     rebuilt = ck.compile(module.source, module.defines, "sim")
     assert rebuilt.analysis is module.analysis
+
+
+def test_host_code_is_skipped_in_a_file_and_an_error_in_a_cell() -> None:
+    source = "int main() { return 0; }\n" + ADD
+    assert ck.compile(source, target="sim").functions == ["add"]
+    with pytest.raises(ck.ChoreoError, match="a Choreo cell holds no other code"):
+        ck.compile(source, target="sim", host_code=False)

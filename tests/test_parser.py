@@ -103,7 +103,6 @@ def test_corpus_is_there() -> None:
 SYNTAX_CASES = [
     # (source, line, column, text at the error, words the message must contain)
     ("__co__ void f(f32 [4] x) {\n  if (x.at(0) > 0.0f {\n  }\n}\n", 2, 22, "{", ["expected", "')'"]),
-    ("__co__ void f(f32 [4] x) {\n  int a = 3\n  int b = 4;\n}\n", 3, 3, "int", ["expected", "';'"]),
     ("__co__ void f(f32 [4] x) {\n  parallel t by : block { }\n}\n", 2, 17, ":", ["expected", "expression"]),
     (
         "__co__ void f(f32 [4] x) {\n  parallel b by 1 : block {\n    shared event e;\n    trigger e after ;\n  }\n}\n",
@@ -132,6 +131,18 @@ def test_syntax_error_says_what_was_expected_where(
         assert word in error.message, error.message
     assert error.end_line == line
     assert error.end_column > error.column
+
+
+def test_a_missing_semicolon_is_reported_after_the_previous_token() -> None:
+    """As rustc does: the caret just after `3` (where the `;` goes), a note at the token that showed it."""
+    error = syntax_error("__co__ void f(f32 [4] x) {\n  int a = 3  // three\n\n  int b = 4;\n}\n")
+    assert "expected" in error.message and "';'" in error.message and "found 'int'" in error.message
+    assert (error.line, error.column, error.end_line, error.end_column) == (2, 12, 2, 13)
+    (note,) = error.notes
+    assert note.span is not None and (note.span.line, note.span.column) == (4, 3)
+    # On one line the unexpected token itself is the place to point at.
+    same_line = syntax_error("__co__ void f(f32 [4] x) {\n  int a = 3 int b = 4;\n}\n")
+    assert (same_line.line, same_line.column) == (2, 13) and not same_line.notes
 
 
 def test_unexpected_character_is_located() -> None:

@@ -131,21 +131,24 @@ class ChoreoError(Exception):
 def render_diagnostic(diagnostic: Diagnostic, lines: Sequence[str], filename: str) -> str:
     """`file:line:col: severity: message`, the source line, a caret underline, then notes."""
     out = [f"{filename}:{diagnostic.line}:{diagnostic.column}: {diagnostic.severity}: {diagnostic.message}"]
-    out.extend(_excerpt(diagnostic.span, lines))
+    # One gutter for every excerpt of the diagnostic, so the `|` bars line up.
+    gutter = max(
+        len(str(span.line)) for span in [diagnostic.span, *(n.span for n in diagnostic.notes if n.span)]
+    )
+    out.extend(_excerpt(diagnostic.span, lines, gutter))
     for note in diagnostic.notes:
         if note.span is None:
             out.append(f"   = note: {note.message}")
         else:
             out.append(f"{filename}:{note.span.line}:{note.span.column}: note: {note.message}")
-            out.extend(_excerpt(note.span, lines))
+            out.extend(_excerpt(note.span, lines, gutter))
     return "\n".join(out)
 
 
-def _excerpt(span: Span, lines: Sequence[str]) -> list[str]:
+def _excerpt(span: Span, lines: Sequence[str], gutter: int) -> list[str]:
     if not 1 <= span.line <= len(lines):
         return []
     text = lines[span.line - 1].replace("\t", " ")
-    gutter = len(str(span.line))
     end = span.end_column if span.end_line == span.line else len(text) + 1
     width = max(1, end - span.column)
     underline = " " * (span.column - 1) + "^" + "~" * (width - 1)

@@ -18,9 +18,9 @@ from lark import Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
+from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
 from choreo_kernel.compiler.hostcode import function_regions, isolate
-from choreo_kernel.compiler.preprocess import SourceMap
+from choreo_kernel.compiler.preprocess import SourceMap, blank_comments
 
 TYPE_ALIASES = {"int": "s32", "float": "f32", "f8": "f8_e4m3"}
 
@@ -64,10 +64,11 @@ def parse(text: str, source_map: SourceMap, sink: DiagnosticSink, host_code: boo
     functions = []
     builder = _AstBuilder(source_map, sink)
     for region in regions:
+        isolated = isolate(text, region)
         try:
-            tree = _parser().parse(isolate(text, region))
+            tree = _parser().parse(isolated)
         except UnexpectedInput as error:
-            sink.error(*_describe_syntax_error(error, source_map))
+            sink.error(*_describe_syntax_error(error, isolated, source_map))
             continue
         functions.append(builder.transform(tree))
     end_line = text.count("\n") + 1
@@ -92,10 +93,13 @@ def _reject_stray_text(text: str, regions: list[Any], source_map: SourceMap, sin
         pos = region.end if region else end
 
 
-def _describe_syntax_error(error: UnexpectedInput, source_map: SourceMap) -> tuple[str, Span]:
+def _describe_syntax_error(
+    error: UnexpectedInput, text: str, source_map: SourceMap
+) -> tuple[str, Span] | tuple[str, Span, Note]:
     if isinstance(error, UnexpectedToken):
         token = error.token
-        expected = _describe_expected(error.accepts or error.expected)
+        accepted = error.accepts or error.expected
+        expected = _describe_expected(accepted)
         if token.type == "$END":
             found = "the end of the input"
         else:
@@ -103,9 +107,17 @@ def _describe_syntax_error(error: UnexpectedInput, source_map: SourceMap) -> tup
         line = token.line or error.line
         column = token.column or error.column
         end_column = (token.end_column or column + 1) if token.type != "$END" else column + 1
-        return f"syntax error: expected {expected}, found {found}", source_map.span(
-            line, column, line, end_column
-        )
+        message = f"syntax error: expected {expected}, found {found}"
+        at_token = source_map.span(line, column, line, end_column)
+        missing_semicolon = "SEMICOLON" in accepted and token.type != "$END"
+        after = _end_of_previous_line(text, token) if missing_semicolon else None
+        if after is not None:  # a missing ';' belongs to the line before, as rustc shows it
+            return (
+                message,
+                source_map.span(*after, after[0], after[1] + 1),
+                Note(f"{found} is here", at_token),
+            )
+        return message, at_token
     if isinstance(error, UnexpectedCharacters):
         return (
             f"syntax error: unexpected character '{error.char}'",
@@ -115,6 +127,17 @@ def _describe_syntax_error(error: UnexpectedInput, source_map: SourceMap) -> tup
         expected = _describe_expected(error.expected)
         return f"syntax error: expected {expected}, found the end of the input", Span(1, 1, 1, 2)
     return f"syntax error: {error}", Span(error.line, error.column, error.line, error.column + 1)
+
+
+def _end_of_previous_line(text: str, token: Token) -> tuple[int, int] | None:
+    """(line, column) just after the last token before `token`, when that token is on an earlier line."""
+    start = getattr(token, "start_pos", None)
+    if start is None:
+        return None
+    before = blank_comments(text[:start]).rstrip()
+    if not before or "\n" not in text[len(before) : start]:
+        return None
+    return before.count("\n") + 1, len(before) - before.rfind("\n")
 
 
 def _describe_expected(names: Iterable[str]) -> str:

@@ -3,6 +3,7 @@
 Dotted operations complete as whole words (`dma.` offers `dma.copy`, `dma.copy.async`,
 `dma.any`), because that is how the language spells them; a dot after a name, a call or an
 index offers the view methods. Names come from earlier cells (functions, macros) and from the cell.
+On a `%%choreo` line the options complete instead, and after `--target` the targets.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from choreo_kernel.compiler.preprocess import blank_comments
+from choreo_kernel.kernel.cells import CHOREO, Cell
+from choreo_kernel.kernel.options import FLAGS, TARGETS
 from choreo_kernel.kernel.vocabulary import FAMILIES, OPERATIONS, VIEW_METHODS, words
 
 _PARTIAL = re.compile(r"[A-Za-z_][\w.]*$")
@@ -35,11 +38,31 @@ def complete(code: str, cursor_pos: int, names: Iterable[str]) -> dict[str, Any]
     else:
         in_cell = _IDENTIFIER.findall(blank_comments(code[:start] + code[cursor_pos:]))
         candidates = {*words(), *names, *in_cell}
+    return _reply(candidates, prefix, start, cursor_pos)
+
+
+def complete_options(cell: Cell, cursor_pos: int) -> dict[str, Any] | None:
+    """Completion on the `%%choreo` line: the options, or the targets after `--target`; None elsewhere."""
+    if cell.language != CHOREO or not cell.header_line:
+        return None
+    lines = cell.text.split("\n")
+    header_start = sum(len(line) + 1 for line in lines[: cell.header_line - 1])
+    if not header_start <= cursor_pos <= header_start + len(lines[cell.header_line - 1]):
+        return None
+    options_start = header_start + cell.options_column - 1
+    if cursor_pos < options_start or not cell.text[options_start - 1].isspace():
+        return _reply((), "", cursor_pos, cursor_pos)  # in `%%choreo` itself: nothing to offer
+    before = cell.text[options_start:cursor_pos]
+    typed = before.split()
+    prefix = typed.pop() if typed and not before[-1].isspace() else ""
+    start = cursor_pos - len(prefix)
+    if typed and typed[-1] == "--target":
+        return _reply(TARGETS, prefix, start, cursor_pos)
+    if prefix.startswith("--target="):
+        return _reply((f"--target={target}" for target in TARGETS), prefix, start, cursor_pos)
+    return _reply(FLAGS, prefix, start, cursor_pos)
+
+
+def _reply(candidates: Iterable[str], prefix: str, start: int, end: int) -> dict[str, Any]:
     matches = sorted({candidate for candidate in candidates if candidate.startswith(prefix)})
-    return {
-        "status": "ok",
-        "matches": matches,
-        "cursor_start": start,
-        "cursor_end": cursor_pos,
-        "metadata": {},
-    }
+    return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": end, "metadata": {}}

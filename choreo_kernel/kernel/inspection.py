@@ -1,4 +1,8 @@
-"""Shift-Tab help in Choreo cells: what a keyword, operation, type or compiled function is."""
+"""Shift-Tab help in Choreo cells: what a keyword, operation, type or compiled function is.
+
+The help is Markdown (code in backticks), which JupyterLab's tooltip renders; a text-only
+front end shows the same text with its backticks.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +63,7 @@ def _word_help(word: str, functions: Mapping[str, object], macros: Mapping[str, 
     if word in BUILTIN_HELP:
         return f"{word}: {BUILTIN_HELP[word]}"
     if word in functions:
-        return f"__co__ {functions[word].__doc__}"
+        return f"`__co__ {functions[word].__doc__}`"
     if word in macros:
-        return f"#define {word} {macros[word]}"
+        return f"`#define {word} {macros[word]}`"
     return None

@@ -19,7 +19,7 @@ from traitlets import List, Type
 
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.kernel.cells import CHOREO, PYTHON, choreo_is_complete, split_cell
-from choreo_kernel.kernel.completion import complete
+from choreo_kernel.kernel.completion import complete, complete_options
 from choreo_kernel.kernel.inspection import help_at
 from choreo_kernel.kernel.magics import register_magics
 from choreo_kernel.kernel.session import ChoreoSession
@@ -136,6 +136,9 @@ class ChoreoKernel(IPythonKernel):
         cell = split_cell(code)
         if cell.language == CHOREO:
             state = self.choreo
+            on_header = complete_options(cell, cursor_pos)
+            if on_header is not None:
+                return on_header
             return complete(cell.masked, cursor_pos, [*state.functions, *state.macros])
         return super().do_complete(cell.masked, cursor_pos)
 
@@ -151,7 +154,7 @@ class ChoreoKernel(IPythonKernel):
         return {
             "status": "ok",
             "found": text is not None,
-            "data": {} if text is None else {"text/plain": text},
+            "data": {} if text is None else {"text/markdown": text, "text/plain": text},
             "metadata": {},
         }
 

@@ -1,10 +1,13 @@
-"""`%load_ext choreo_kernel`: the `%%choreo` cell magic and the tuning magics in any IPython, as in the kernel."""
+"""`%load_ext choreo_kernel`: the `%%choreo` cell magic, `%docs` and the tuning magics in any IPython, as in the kernel."""
 
 from __future__ import annotations
 
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import cell_magic, magics_class
+from IPython.core.magic import cell_magic, line_magic, magics_class
+from IPython.display import display
 
+from choreo_kernel import docs
 from choreo_kernel.kernel.session import ChoreoSession, SessionMagics
 from choreo_kernel.kernel.tuning import TuningMagics
 
@@ -21,6 +24,20 @@ class ChoreoMagics(SessionMagics):
         """
         # The header is put back so that diagnostics count lines and columns as the user sees them.
         self.session.run_cell(f"%%choreo {line}".rstrip() + "\n" + cell)
+
+    @line_magic("docs")
+    def show_docs(self, line: str) -> None:
+        """%docs [PAGE]: a page of the Choreo docs, shown here; without PAGE, the list of pages."""
+        name = line.strip()
+        try:
+            text = (
+                docs.markdown(name)
+                if name
+                else "The Choreo docs; `%docs NAME` shows a page:\n\n" + docs.contents()
+            )
+        except (docs.UnknownPage, FileNotFoundError) as error:
+            raise UsageError(str(error)) from None
+        display({"text/markdown": text, "text/plain": text}, raw=True)
 
 
 def register_magics(shell: InteractiveShell, session: ChoreoSession) -> None:

@@ -16,6 +16,8 @@ from choreo_kernel.kernel.cells import Cell
 TARGETS = ("auto", "sim", "cuda")
 USAGE = "the options are --graph, --cuda, --ptx, --sass, --target auto|sim|cuda and -D NAME[=VALUE]"
 SHOWN = ("--graph", "--cuda", "--ptx", "--sass")  # what a cell can show besides its summary
+FLAGS = (*SHOWN, "--target", "-D")  # what Tab offers after %%choreo
+FLAGS_WITH_VALUES = ("--target", "-D")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ def parse_options(cell: Cell, filename: str) -> CellOptions:
         flag, offset = _split_flag(word)
         if flag in SHOWN:
             shown.add(flag)
-        elif flag in ("--target", "-D"):
+        elif flag in FLAGS_WITH_VALUES:
             if offset:
                 value, value_start = word[offset:], start + offset
             elif index < len(words):

@@ -7,8 +7,11 @@ every function and macro of the earlier cells as it was.
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
+import traceback
+from pathlib import Path
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -73,7 +76,7 @@ class ChoreoSession:
         options = parse_options(cell, filename)
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
-        module = choreo_module.compile(cell.masked, defines, target, filename)
+        module = choreo_module.compile(cell.masked, defines, target, filename, host_code=False)
         functions = self._remember(module)
         self.last_cell = SweptSource(cell.masked, defines, target, filename)
         self.function_sources.update(dict.fromkeys(functions, self.last_cell))
@@ -139,14 +142,30 @@ def running_cell_number(shell: InteractiveShell) -> int:
 def show_choreo_error(
     shell: InteractiveShell, etype: type, value: ChoreoError, tb: Any, tb_offset: int | None = None
 ) -> list[str]:
-    """Diagnostics against the cell's lines instead of a Python traceback through the compiler.
+    """A `ChoreoError` as the user's problem, never a Python traceback through this package.
 
-    A `ChoreoError` without diagnostics comes from running (bad arguments): its Python
-    traceback shows which call failed, so it keeps the usual one.
+    A compile error shows its diagnostics against the cell's lines; an error found when
+    running (bad arguments, a deadlock) shows its message and the user's line that called.
     """
-    if value.diagnostics:
-        structured = error_traceback(value)
-    else:
-        structured = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    structured = error_traceback(value) if value.diagnostics else runtime_error_lines(shell, value, tb)
     shell._showtraceback(etype, value, structured)
     return structured
+
+
+PACKAGE_DIRECTORY = Path(choreo_module.__file__).resolve().parent
+
+
+def runtime_error_lines(shell: InteractiveShell, error: ChoreoError, tb: Any) -> list[str]:
+    """`ChoreoError: message`, then a note naming the innermost line of the user's own code."""
+    lines = [f"{type(error).__name__}: {error}"]
+    caller = None
+    for frame, line in traceback.walk_tb(tb):
+        if not Path(frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIRECTORY):
+            caller = frame.f_code.co_filename, line
+    if caller is not None:
+        filename, line = caller
+        label = shell.compile.format_code_name(filename)
+        where = " ".join(label) if label else filename
+        text = linecache.getline(filename, line).strip()
+        lines.append(f"   = note: called from {where}, line {line}{f': {text}' if text else ''}")
+    return lines

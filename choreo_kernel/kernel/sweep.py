@@ -5,7 +5,11 @@ as it was compiled (its source, the macros of earlier cells, its `-D` options, i
 with the point's defines on top. In this process the point's functions are published under
 their usual names, so the expression, and any helper it calls, calls the point's build;
 afterwards the cell's own build is back. On a Dask cluster the expression and the values it
-names travel to the workers instead (tuning/shipping.py).
+names travel to the workers instead (tuning/shipping.py). The
+first point's result is the reference: a point whose result differs has a bug, not a speed,
+so it is flagged and never chosen as the best. Only GPU timings rank the points: on the sim
+backend they are CPU times of the NumPy interpreter, which say nothing about a GPU, so a sim
+sweep checks the points and shows their times but recommends none.
 """
 
 from __future__ import annotations
@@ -142,7 +146,8 @@ def plot_png(sweep: Sweep) -> bytes:
     axes.set_xticks(range(len(labels)), labels, fontsize=8)
     axes.set_xlim(-0.6, len(labels) - 0.4)  # room for a failed point, which has no bar
     axes.set_ylabel(f"{unit[0]} (higher is better)" if unit else "median ms (lower is better)")
-    axes.set_title(f"{sweep_title(sweep)} (green: best; red: failed or differs)", fontsize=9)
+    legend = "green: best" if sweep.ranked else "CPU times of the sim: no ranking"
+    axes.set_title(f"{sweep_title(sweep)} ({legend}; red: failed or differs)", fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

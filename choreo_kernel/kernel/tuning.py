@@ -98,7 +98,8 @@ class TuningMagics(SessionMagics):
         Compiles the last Choreo cell again for every combination of the values (as `-D`
         defines), runs EXPR once to compare its result with the first point's (np.allclose,
         --rtol and --atol, 1e-2 by default), times it as %bench does, and shows a table, a
-        plot and the best point as `#define` lines. The Sweep object is left in `_sweep`.
+        plot and, on a GPU, the best point as `#define` lines (sim times are CPU times and rank
+        nothing). The Sweep object is left in `_sweep`.
 
         With --metric (an Nsight Compute metric: `sm__throughput` is its % of peak,
         `gpu__time_duration` its sum, or a full name), each point's call, EXPR = FUNC(ARGS) of a
@@ -464,6 +465,12 @@ def show_sweep(result: Sweep) -> None:
     """The table, the plot, and the best point as `#define` lines to paste into the cell."""
     display(sweep_table(result), raw=True)
     display(Image(plot_png(result), format="png"))
+    if not result.ranked:
+        print(
+            "not ranked: on the sim backend these are the NumPy interpreter's times on the CPU, which "
+            "say nothing about a GPU; run the sweep on a GPU (the cuda target) to find the best point"
+        )
+        return
     best = result.best
     if best is None or best.timing is None:
         print("no point ran and agreed with the first point: nothing to recommend")

@@ -89,7 +89,8 @@ class Autotuned:
     def _tune(self, key: Hashable, args: Sequence[Any]) -> dict[str, object]:
         sweep = run_sweep(self.swept, self.grid, self._bind(args), self.settings, self.runner, _quiet)
         self.sweeps[key] = sweep
-        best = sweep.best
+        # On a GPU the fastest that agrees; on the sim, whose CPU times rank nothing, the first that runs.
+        best = sweep.best if sweep.ranked else next((point for point in sweep.points if point.usable), None)
         if best is None:
             failures = "; ".join(f"{p.label}: {p.error or p.difference}" for p in sweep.points)
             raise ChoreoError.simple(

@@ -49,7 +49,18 @@ class Sweep:
     metric: MetricProbe | None = None  # what the points are ranked by, when not by time
 
     @property
+    def ranked(self) -> bool:
+        """Whether anything ranks the configurations: a metric, or GPU timings (the sim's are the
+        NumPy interpreter's CPU times, which say nothing about a GPU)."""
+        if self.metric is not None:
+            return True
+        return any(point.timing is not None and point.timing.device.is_gpu for point in self.points)
+
+    @property
     def best(self) -> Point | None:
+        """The best point that agrees with the reference; None where nothing ranks the points."""
+        if not self.ranked:
+            return None
         usable = [point for point in self.points if point.usable]
         if self.metric is None:
             return min(usable, key=_median, default=None)

@@ -13,8 +13,10 @@ import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import {
   LanguageSupport,
   StreamLanguage,
+  indentUnit,
   syntaxHighlighting
 } from '@codemirror/language';
+import { Prec } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { Tag, tagHighlighter, tags } from '@lezer/highlight';
 
@@ -68,11 +70,23 @@ const choreoTheme = EditorView.baseTheme({
   '.cm-choreo-type': { color: 'var(--jp-mirror-editor-variable-2-color)' }
 });
 
-/** The Choreo language with its kind classes. */
+/**
+ * Choreo is indented by two spaces, as every example is; a `%%python` cell keeps
+ * Python's four. Above JupyterLab's own indent-unit setting, which is one number
+ * for every language.
+ */
+const choreoIndentUnit = Prec.high(
+  indentUnit.compute(['doc'], state =>
+    /^\s*%%python\b/.test(state.doc.line(1).text) ? '    ' : '  '
+  )
+);
+
+/** The Choreo language with its kind classes and its indentation. */
 export function choreo(): LanguageSupport {
   return new LanguageSupport(choreoLanguage, [
     syntaxHighlighting(kindClasses),
-    choreoTheme
+    choreoTheme,
+    choreoIndentUnit
   ]);
 }
 

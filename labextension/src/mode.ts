@@ -305,6 +305,8 @@ export const choreoParser: StreamParser<ChoreoState> = {
   },
 
   languageData: {
-    commentTokens: { line: '//', block: { open: '/*', close: '*/' } }
+    commentTokens: { line: '//', block: { open: '/*', close: '*/' } },
+    // A line that becomes `}` is re-indented as it is typed (JupyterLab's smart indentation).
+    indentOnInput: /^\s*\}$/
   }
 };

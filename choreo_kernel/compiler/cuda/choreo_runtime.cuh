@@ -22,7 +22,7 @@ namespace choreo {
 
 // ------------------------------------------------------------------------- element types
 
-// Narrow floating types are kept as their bits; arithmetic on them happens in f32 (language.md 10).
+// Narrow floating types are kept as their bits; arithmetic on them happens in f32 (choreo docs types).
 struct f16 { unsigned short bits; };
 struct bf16 { unsigned short bits; };
 struct f8_e4m3 { unsigned char bits; };
@@ -280,16 +280,18 @@ __device__ inline void cp_async_wait(int group, int committed) {
 
 // ------------------------------------------------------------------------- copies
 
-// A 2-D region: `rows` rows of `cols` contiguous elements, the rows `stride` elements apart.
+// A 2-D region: `rows` rows of `cols` contiguous elements, the rows `stride` elements apart; in shared
+// memory, possibly in the `swizzle`-byte layout of TMA and WGMMA (0: row-major).
 template <class T> struct Tile {
   T* data;
   int rows;
   int cols;
   int stride;
+  int swizzle;
 };
 
-template <class T> CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int stride) {
-  return Tile<T>{data, rows, cols, stride};
+template <class T> CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int stride, int swizzle = 0) {
+  return Tile<T>{data, rows, cols, stride, swizzle};
 }
 
 struct alignas(16) Vector16 {
@@ -311,20 +313,27 @@ CHOREO_DEVICE int item_offset(int index, int rows, int per_row, int stride) {
   return rows == 1 ? index : (index / per_row) * stride + index % per_row;
 }
 
-// Item `index` of a tile, counting row by row.
+// Item `index` of a tile, counting row by row. In a swizzled tile the 16-byte chunk number within each
+// `swizzle`-byte row is XORed with bits 7 and up of the shared address (CUTLASS's Swizzle<B,4,3>), which
+// is where TMA puts it and where a WGMMA descriptor reads it.
 template <class T> CHOREO_DEVICE T& item(Tile<T> region, int index) {
-  return region.data[item_offset(index, region.rows, region.cols, region.stride)];
+  T* const at = region.data + item_offset(index, region.rows, region.cols, region.stride);
+  if (region.swizzle == 0) return *at;
+  const unsigned address = shared_address(at);
+  const unsigned chunks = ((address >> 7) & (region.swizzle / 16 - 1)) << 4;
+  return at[(static_cast<int>(address ^ chunks) - static_cast<int>(address)) / static_cast<int>(sizeof(T))];
 }
 
 // A vectorizable tile seen as 16-byte vectors: its row length and stride counted in vectors.
 template <class T> CHOREO_DEVICE Tile<Vector16> as_vectors(Tile<T> region) {
   return Tile<Vector16>{reinterpret_cast<Vector16*>(region.data), region.rows,
-                        static_cast<int>(region.cols * sizeof(T) / 16), static_cast<int>(region.stride * sizeof(T) / 16)};
+                        static_cast<int>(region.cols * sizeof(T) / 16), static_cast<int>(region.stride * sizeof(T) / 16),
+                        region.swizzle};
 }
 template <class T> CHOREO_DEVICE Tile<const Vector16> as_vectors(Tile<const T> region) {
   return Tile<const Vector16>{reinterpret_cast<const Vector16*>(region.data), region.rows,
                               static_cast<int>(region.cols * sizeof(T) / 16),
-                              static_cast<int>(region.stride * sizeof(T) / 16)};
+                              static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle};
 }
 
 // Copy `source` into `destination` (equal rows and cols) with the `threads` threads of the calling group,

@@ -94,12 +94,14 @@ class KernelContext:
 
     def destination(self, stmt: ast.OperationStmt, source: View, swizzle: int = 0) -> View:
         """The destination view; `=> shared` and `=> local` allocate one shaped like the source (in the
-        `swizzle`-byte layout a TMA load names)."""
+        `swizzle`-byte layout a TMA load names, or the one an MMA that reads `f.data` needs)."""
         expr = stmt.operation.destination
         assert expr is not None
         storage = self.info.allocates.get(id(stmt.operation))
         if storage is None:
             return self.expressions.view(expr)
+        future = self.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
+        swizzle = swizzle or (self.swizzles.get(future, 0) if future is not None else 0)
         total = element_count(source.dims)
         if total.value is None:
             raise LoweringError(f"'=> {storage}' needs a source whose size is known at compile time", stmt)

@@ -19,7 +19,7 @@ from choreo_kernel.compiler.semantics.levels import Storage
 
 
 def tile(view: View, node: ast.Node) -> str:
-    """`choreo::tile(start, rows, cols, row_stride)` for a view whose rows are contiguous."""
+    """`choreo::tile(start, rows, cols, row_stride[, swizzle])` for a view whose rows are contiguous."""
     dims, strides = view.dims, view.strides
     if not dims:
         raise LoweringError("a copy moves spanned data, not one element", node)
@@ -34,7 +34,8 @@ def tile(view: View, node: ast.Node) -> str:
                     node,
                 )
         rows, row_stride = cexpr.multiply(*dims[:-1]), strides[-2]
-    return f"choreo::tile({view.start.text}, {rows.text}, {dims[-1].text}, {row_stride.text})"
+    swizzle = f", {view.swizzle}" if view.swizzle else ""
+    return f"choreo::tile({view.start.text}, {rows.text}, {dims[-1].text}, {row_stride.text}{swizzle})"
 
 
 def matched(source: View, destination: View, node: ast.Node) -> tuple[View, View]:

@@ -474,12 +474,19 @@ class KernelEmitter(KernelContext):
             batch = f"choreo::cp_async_commit({self.cp_async_groups})"
         else:
             self.out.line(copies.copy_call("copy", source, destination, group, stmt))
+            self._fence_for_tensor_cores(destination)
             barrier = group.barrier()
             if barrier is not None and destination.storage != Storage.LOCAL:
                 self.out.line(barrier)
             batch = "0"
         if stmt.result is not None:
             self._assign_future(stmt, destination, batch, group)
+
+    def _fence_for_tensor_cores(self, destination: View) -> None:
+        """A swizzled tile is read by WGMMA (or a TMA store), the async proxy: the threads' own writes
+        of it must be fenced into that proxy before the barrier that hands it over."""
+        if destination.swizzle:
+            self.out.line("choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores")
 
     def _placeholder(self, stmt: ast.OperationStmt) -> None:
         assert stmt.result is not None
@@ -530,6 +537,8 @@ class KernelEmitter(KernelContext):
         if not isinstance(future, FutureValue) or future.variable is None:
             raise LoweringError("'wait' on this future has no CUDA lowering", target)
         self.out.line(f"choreo::cp_async_wait({future.variable.text}.group, {self.cp_async_groups});")
+        if future.data is not None:
+            self._fence_for_tensor_cores(future.data)
         group = (
             self.future_groups.get(self.expressions.symbol(target)) if isinstance(target, ast.Name) else None
         )

@@ -1,14 +1,15 @@
 """The layout of the shared buffers that TMA and WGMMA use (language.md 12.6): swizzled rows.
 
 A TMA copy or `mma.load` may name the swizzle with `.swiz<N>`; otherwise a WGMMA operand gets
-the widest swizzle its rows fill (128 bytes for a row of 64 halves).
+the widest swizzle its rows fill (128 bytes for a row of 64 halves). An operand that is a copy's
+`=> shared` destination (`f.data`) is keyed by the copy's future, which names that destination.
 """
 
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
-from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Symbol
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Future, Symbol
 from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.semantics.levels import Storage
 
@@ -34,7 +35,7 @@ def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, in
             operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
     chosen = dict(named)
     for symbol in operands - named.keys():
-        value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
+        value = _data(info, symbol)
         if isinstance(value, Data) and value.dims and isinstance(value.dims[-1], int):
             row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
             chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
@@ -51,15 +52,16 @@ def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
         and isinstance(symbol.declaration, ast.OperationStmt)
     ):
         return _buffer(info, symbol.declaration.operation.args[0])
-    if (
-        symbol is not None
-        and isinstance(symbol.value, Data | BufferArray)
-        and _storage(symbol) == Storage.SHARED
-    ):
+    if symbol is not None and (data := _data(info, symbol)) is not None and data.storage == Storage.SHARED:
         return symbol
     return None
 
 
-def _storage(symbol: Symbol) -> str:
+def _data(info: FunctionInfo, symbol: Symbol) -> Data | None:
+    """What a buffer holds, or the `=> shared` destination a copy's future names."""
     value = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
-    return value.storage if isinstance(value, Data) else ""
+    if isinstance(value, Future) and isinstance(symbol.declaration, ast.OperationStmt):
+        operation = info.operations.get(id(symbol.declaration))
+        allocated = id(symbol.declaration.operation) in info.allocates
+        return operation.destination if operation is not None and allocated else None
+    return value if isinstance(value, Data) else None

@@ -298,7 +298,7 @@ class Mma:
             self.async_issues[symbol] = accumulator
             return
         if self._batched(stmt):
-            out.line("// waited with the synchronous MMA that follows (language.md 12.4)")
+            out.line("// waited with the synchronous MMA that follows (docs: choreo docs mma)")
             return
         out.line(
             "choreo::wgmma_wait_group<0>();  // a synchronous MMA is complete at the end of its statement"

@@ -60,7 +60,7 @@ class MmaRules(ResolverBase):
         if words and words[0] in ("commit", "wait"):
             self.error(
                 f"'{operation.text}' is not part of the language: the compiler derives WGMMA commit groups "
-                "and wait depths from the futures you wait (futures.md)",
+                "and wait depths from the futures you wait (the docs' futures page: choreo docs futures)",
                 operation.op_span,
             )
             return None
