@@ -185,7 +185,9 @@ def _check_one(path: str, target: str, defines: dict[str, object]) -> tuple[int,
         source = _source(path)
     except CommandStopped:
         return None
-    diagnostics = ck.check(source, defines or None, target=target, filename=path)
+    analysis = analyze(source, defines or None, target=target, filename=path)
+    sys.stdout.write(analysis.printed)  # what print! shows as the source compiles
+    diagnostics = analysis.diagnostics
     for diagnostic in diagnostics:
         print(diagnostic.render(source, path))
     errors = sum(d.severity == ERROR for d in diagnostics)
@@ -359,6 +361,7 @@ def _analyzed(path: str, defines: list[tuple[str, object]], target: str) -> tupl
     """The source of `path` and its analysis, for the commands that go on to write something from it."""
     source = _source(path)
     analysis = analyze(source, dict(defines) or None, target=target, filename=Path(path).name)
+    sys.stderr.write(analysis.printed)  # print! output, kept off standard output (the code or the graph)
     if analysis.has_errors:
         raise _errors_in_source(analysis.diagnostics, source, path)
     return source, analysis

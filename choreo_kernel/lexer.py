@@ -70,11 +70,12 @@ def _words(text: str) -> tuple[str, ...]:
 
 
 _KEYWORDS = _words(
-    "__co__ __to after break by call continue else foreach if in return trigger wait where while with"
+    "__co__ __to __asm__ asm volatile after assert break by call continue else foreach if in return trigger "
+    "wait where while with yield"
 )
 _STORAGE = _words("global shared local frag mutable")
 _ELEMENT_TYPES = (*ELEMENT_BYTES, *TYPE_ALIASES)  # the compiler's, aliases (`int`, `f8`) included
-_OTHER_TYPES = _words("void auto event mdspan ituple")
+_OTHER_TYPES = _words("void auto event mdspan ituple stream")
 _DIRECTIVES = _words("define undef ifdef ifndef if elif else endif include pragma error warning line")
 
 # A word the rules single out is whole: `shared_tile` stays a name. A word right

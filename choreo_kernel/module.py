@@ -6,11 +6,13 @@ of CuPy and the backends are imported only when a function is first called.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from choreo_kernel.compiler.devicecode import DevicePart
 from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic
 from choreo_kernel.compiler.driver import analyze, resolve_target
 from choreo_kernel.compiler.program import Analysis
@@ -56,7 +58,7 @@ class Build:
         if self.target == "cuda":
             from choreo_kernel.runtime.cuda import CudaBackend
 
-            return CudaBackend(self.analysis, self.lowered)
+            return CudaBackend(self.analysis, self.lowered, self.source)
         from choreo_kernel.runtime.sim import SimBackend
 
         return SimBackend(self.analysis, source=self.source, filename=self.filename)
@@ -142,25 +144,46 @@ def compile(
     target: str = "auto",
     filename: str = "<source>",
     host_code: bool = True,
+    device_code: Sequence[DevicePart] = (),
 ) -> Module:
     """Analyze `source` for `target` (auto: cuda with a GPU and CuPy, else sim); raise `ChoreoError` on any error.
 
     With `host_code` (a `.co` file's way) text outside the `__co__` functions is C++ host code
-    and skipped; without it (a notebook cell's way) such text is an error.
+    and skipped; without it (a notebook cell's way) such text is an error. `device_code` is C++
+    from outside the source that its `call`s may reach (`%%cuda` cells).
     """
     resolved = resolve_target(target)
-    key = _build_key(source, defines, resolved, filename, host_code)
+    key = _build_key(source, defines, resolved, filename, host_code, tuple(device_code))
     build = _BUILDS.get(key) if key is not None else None
     if build is not None:
         _BUILDS.move_to_end(key)
     else:
-        analysis = analyze(source, defines, resolved, host_code, filename=filename)
+        analysis = analyze(source, defines, resolved, host_code, filename=filename, device_code=device_code)
+        sys.stdout.write(analysis.printed)  # print!: what the compiler knows, as it compiles
         if analysis.has_errors:
             raise ChoreoError(analysis.diagnostics, source, filename)
         build = Build(analysis, source, defines or {}, resolved, filename)
+        calls = any(info.device_calls for info in analysis.functions.values())
+        if calls or (resolved == "cuda" and analysis.device_code):
+            build.backend  # noqa: B018  builds the device code now: its errors belong to the compile
         if key is not None:
             _remember(key, build)
     return Module(build)
+
+
+def check_device_code(
+    parts: Sequence[DevicePart], target: str = "auto", source: str = "", filename: str = "<source>"
+) -> None:
+    """Build device code on its own for `target` (a `%%cuda` cell), raising `ChoreoError` with what the
+    compiler says about it at its lines; `source` is the text of the parts whose origin is `filename`."""
+    if resolve_target(target) == "cuda":
+        from choreo_kernel.runtime.cuda import check_device_code as check_with_nvrtc
+
+        check_with_nvrtc(parts, source, filename)
+        return
+    from choreo_kernel.runtime.sim.device_library import DeviceLibrary
+
+    DeviceLibrary(parts, (), source, filename)
 
 
 _BUILDS: OrderedDict[Hashable, Build] = OrderedDict()
@@ -168,14 +191,19 @@ _BUILDS_KEPT = 64
 
 
 def _build_key(
-    source: str, defines: Mapping[str, object] | None, target: str, filename: str, host_code: bool
+    source: str,
+    defines: Mapping[str, object] | None,
+    target: str,
+    filename: str,
+    host_code: bool,
+    device_code: tuple[DevicePart, ...] = (),
 ) -> Hashable | None:
     """The memo key of a build; None when a define's value cannot be a key (it is then rebuilt).
 
     A value's type is part of the key: `1` and `1.0` are equal but define different text.
     """
     values = tuple(sorted((name, type(value), value) for name, value in (defines or {}).items()))
-    key = (source, values, target, filename, host_code)
+    key = (source, values, target, filename, host_code, device_code)
     try:
         hash(key)
     except TypeError:

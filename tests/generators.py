@@ -2,8 +2,9 @@
 and the comparison of a result with REF under TOL.
 
 `rand(T, d0, d1, ...)` is uniform in [-1, 1) for float types, integers in [-8, 8) for
-signed types and [0, 8) for unsigned ones; `zeros`, `ones`, `arange` (0 .. n-1 reshaped);
-a plain integer or float literal is a scalar argument.  Values come from the generator
+signed types and [0, 8) for unsigned ones (within the range of the narrower ones, such as u2); `zeros`, `ones`, `arange` (0 .. n-1 reshaped);
+a plain integer or float literal is a scalar argument; `None` is the current stream, for a
+`stream` parameter.  Values come from the generator
 passed in, so a test seeds them.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from choreo_kernel.compiler.analysis.values import INT_TYPES, SUB_BYTE_BITS
 from choreo_kernel.runtime.dtypes import numpy_dtype
 
 _GENERATOR = re.compile(r"(?P<kind>rand|zeros|ones|arange)\s*\(\s*(?P<type>\w+)\s*(?P<dims>(,\s*\d+\s*)*)\)")
@@ -22,6 +24,8 @@ _GENERATOR = re.compile(r"(?P<kind>rand|zeros|ones|arange)\s*\(\s*(?P<type>\w+)\
 def make_argument(text: str, rng: np.random.Generator) -> Any:
     """The value that one generator text stands for."""
     text = text.strip()
+    if text == "None":  # for a `stream` parameter: the current stream
+        return None
     match = _GENERATOR.fullmatch(text)
     if match is None:
         try:
@@ -37,9 +41,13 @@ def make_argument(text: str, rng: np.random.Generator) -> Any:
         return np.ones(dims, dtype=dtype)
     if kind == "arange":
         return np.arange(int(np.prod(dims))).reshape(dims).astype(dtype)
-    if np.issubdtype(dtype, np.integer):
-        low = -8 if np.issubdtype(dtype, np.signedinteger) else 0
-        return rng.integers(low, 8, size=dims).astype(dtype)
+    element = match["type"]
+    if element in INT_TYPES:  # ml_dtypes' int4 is no np.integer: ask the Choreo type
+        low, high = (-8, 8) if element.startswith("s") else (0, 8)
+        if element in SUB_BYTE_BITS:  # the values the type holds, at most [-8, 8)
+            bits = SUB_BYTE_BITS[element] - element.startswith("s")
+            low, high = max(low, -(1 << bits) if element.startswith("s") else 0), min(high, 1 << bits)
+        return rng.integers(low, high, size=dims).astype(dtype)
     return rng.uniform(-1, 1, size=dims).astype(dtype)
 
 

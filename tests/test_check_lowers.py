@@ -15,20 +15,19 @@ from choreo_kernel.compiler.cuda import emit_program
 from choreo_kernel.compiler.driver import analyze
 
 TESTS = Path(__file__).parent
-HOST_MUTABLE = """\
-__co__ void counts(f32 [16] a) {
-  mutable int n = 1;
-  n = 2;
-  parallel t by 16 : thread {
-    a.at(t) = 1.0f;
+FOUR_BLOCK_AXES = """\
+__co__ void counts(f32 [2, 2, 2, 2] a) {
+  parallel {i, j, k, l} by [2, 2, 2, 2] : block {
+    a.at(i, j, k, l) = 1.0f;
   }
 }
 """
-SYMBOLIC_BLOCK = """\
+SYMBOLIC_WARPS = """\
 __co__ f32 [N] twice(f32 [N] x) {
   f32 [N] y;
-  parallel t by N {
-    y.at(t) = x.at(t) * 2.0f;
+  parallel w by N / 32 : group {
+    parallel t by 32 : thread
+      y.at(w # t) = x.at(w # t) * 2.0f;
   }
   return y;
 }
@@ -36,23 +35,23 @@ __co__ f32 [N] twice(f32 [N] x) {
 
 
 def test_check_for_cuda_reports_a_lowering_limit_where_it_is_in_the_source() -> None:
-    (error,) = [d for d in ck.check(HOST_MUTABLE, target="cuda") if d.severity == "error"]
+    (error,) = [d for d in ck.check(FOUR_BLOCK_AXES, target="cuda") if d.severity == "error"]
     assert (error.line, error.column) == (2, 3)
-    assert "'n' is a mutable scalar at host level" in error.message
-    rendered = error.render(HOST_MUTABLE, "counts.co")
-    assert "counts.co:2:3: error:" in rendered and "mutable int n = 1;" in rendered
+    assert "at most three block variables" in error.message
+    rendered = error.render(FOUR_BLOCK_AXES, "counts.co")
+    assert "counts.co:2:3: error:" in rendered and "parallel {i, j, k, l}" in rendered
 
 
 def test_check_for_sim_does_not_lower() -> None:
-    assert not [d for d in ck.check(HOST_MUTABLE, target="sim") if d.severity == "error"]
+    assert not [d for d in ck.check(FOUR_BLOCK_AXES, target="sim") if d.severity == "error"]
 
 
 def test_compile_for_cuda_reports_the_lowering_without_a_gpu() -> None:
     with pytest.raises(ck.ChoreoError) as raised:
-        ck.compile(SYMBOLIC_BLOCK, target="cuda")
+        ck.compile(SYMBOLIC_WARPS, target="cuda")
     (error,) = raised.value.diagnostics
     assert (error.line, error.column) == (3, 12)
-    assert "thread counts below the block level" in error.message
+    assert "block size depends on the arguments" in error.message and "a 'group' level" in error.message
 
 
 def test_more_shared_memory_than_a_block_has_is_a_check_error() -> None:
@@ -76,7 +75,7 @@ __co__ f32 [64] too_big(f32 [64] x) {
 
 def test_the_cli_check_fails_where_emit_would(tmp_path: Path) -> None:
     path = tmp_path / "counts.co"
-    path.write_text(HOST_MUTABLE)
+    path.write_text(FOUR_BLOCK_AXES)
     for command in ("check", "emit"):
         done = subprocess.run(
             [sys.executable, "-m", "choreo_kernel", command, str(path)],

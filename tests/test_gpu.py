@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from corpus import Program
@@ -52,7 +53,7 @@ def test_program_matches_its_reference_and_sim(program: Program) -> None:
     before = arguments(program)
     passed = {name: value.copy() if hasattr(value, "copy") else value for name, value in before.items()}
     result = module.function(program.function)(*passed.values())
-    scope = {"np": np, **before}
+    scope = {"np": np, "ml_dtypes": ml_dtypes, **before}  # ml_dtypes: the narrow float types
     if program.ref is not None:
         assert_close(host(result), eval(program.ref, scope), program.tol, "the result")
     for name, expression in program.ref_args:
@@ -146,3 +147,46 @@ def test_the_binary_cache_is_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     cuda.compile_module(source)
     assert time.perf_counter() - start < 0.25  # loaded from disk, not compiled again
     assert len(list(tmp_path.glob("*.cubin"))) == 1
+
+
+# ------------------------------------------------------------------ device code through NVRTC
+
+DEVICE_ERROR = """\
+__device__ float broken(float v) { return v + undefined_name; }
+__co__ f32 [32] uses(f32 [32] x) {
+  f32 [32] y;
+  parallel t by 32 : thread {
+    y.at(t) = call broken(x.at(t));
+  }
+  return y;
+}
+"""
+
+
+def test_an_nvrtc_error_in_device_code_is_a_diagnostic_at_its_line() -> None:
+    with pytest.raises(ck.ChoreoError) as caught:
+        ck.compile(DEVICE_ERROR, target="cuda", filename="broken.co")
+    (diagnostic,) = caught.value.diagnostics
+    assert diagnostic.line == 1 and "undefined_name" in diagnostic.message
+
+
+def test_a_call_nvrtc_rejects_is_a_diagnostic_at_the_call() -> None:
+    wrong = DEVICE_ERROR.replace("v + undefined_name", "v").replace(
+        "call broken(x.at(t))", "call broken(x.at(t), 2)"
+    )
+    with pytest.raises(ck.ChoreoError) as caught:
+        ck.compile(wrong, target="cuda", filename="wrong.co")
+    assert [d.line for d in caught.value.diagnostics] == [5]
+    assert "call" in caught.value.diagnostics[0].message
+
+
+def test_a_cuda_cell_is_checked_with_nvrtc() -> None:
+    from choreo_kernel.compiler.devicecode import cell_parts
+    from choreo_kernel.module import check_device_code
+
+    good = "\n__device__ float twice(float v) { return 2.0f * v; }\n"
+    check_device_code(cell_parts(good, "cell[3]"), "cuda", good, "cell[3]")
+    bad = "\n\n__device__ float twice(float v) { return 2.0f * w; }\n"
+    with pytest.raises(ck.ChoreoError) as caught:
+        check_device_code(cell_parts(bad, "cell[4]"), "cuda", bad, "cell[4]")
+    assert [d.line for d in caught.value.diagnostics] == [3]

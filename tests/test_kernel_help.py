@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from corpus import CONFORMANCE, Program, load
@@ -66,10 +67,20 @@ __co__ f32 [N] two(f32 [N] a) {
   }
   return out;
 }"""
-    # A shared buffer of symbolic size has no CUDA lowering (yet), so no shared memory size is known.
+    # The first kernel's thread count depends on the arguments, which the CUDA backend needs at compile
+    # time below the block level, so the function has no CUDA lowering and no shared memory size is known.
     assert summaries(source) == [
         "f32 [N] two(f32 [N] a): 2 kernels: N / 4 threads/block, shared memory: no CUDA lowering; "
         "64 threads/block, shared memory: no CUDA lowering"
+    ]
+
+
+def test_summary_says_when_the_arguments_size_shared_memory() -> None:
+    """Buffers of symbolic size live after the fixed part of the arena; the host sizes them at launch."""
+    source = (Path(__file__).parent / "cuda" / "shared_sized_at_launch.co").read_text()
+    assert summaries(source) == [
+        "s32 [M, 4, 32] summed(s32 [M, 4, 32] a, s32 [M, 4, 32] b): 1 kernel, 128 threads/block, "
+        "128 B shared and more set by the arguments"
     ]
 
 
@@ -111,7 +122,7 @@ def matches(code: str, names: tuple[str, ...] = ()) -> list[str]:
 
 
 def test_completion_of_dotted_operations() -> None:
-    assert matches("  f = dma.") == ["dma.any", "dma.copy", "dma.copy.async"]
+    assert matches("  f = dma.") == ["dma.any", "dma.copy", "dma.copy.async", "dma.pad", "dma.transp"]
     assert matches("parallel.") == ["parallel.async"]
     assert set(matches("mma.")) == {name for name in OPERATIONS if name.startswith("mma.")}
 
@@ -119,7 +130,7 @@ def test_completion_of_dotted_operations() -> None:
 def test_completion_of_view_methods_after_a_name() -> None:
     assert matches("lhs.sub") == ["lhs.subspan"]
     assert matches("x.chunkat(i).a") == ["at"]
-    assert matches("stage[0].s") == ["span", "span_as", "step", "subspan"]
+    assert matches("stage[0].s") == ["span", "span_as", "sqz", "step", "subspan"]
 
 
 def test_completion_of_words_and_names_from_earlier_cells() -> None:

@@ -203,7 +203,10 @@ def test_python_in_a_choreo_cell_is_an_error_not_host_code(kernel: KernelDriver)
     run = kernel.run("import numpy as np\n" + ADD)
     assert run.status == "error"
     count = run.reply["execution_count"]
-    assert f"cell[{count}]:1:1: error: expected a '__co__' function or a preprocessor line" in run.traceback
+    assert (
+        f"cell[{count}]:1:1: error: expected a '__co__' function, a '__device__' function or a preprocessor line"
+        in run.traceback
+    )
 
 
 def test_a_bad_call_is_one_choreo_error_with_the_users_line(kernel: KernelDriver) -> None:

@@ -22,8 +22,8 @@ class ChoreoKernelTests(jupyter_kernel_test.KernelTests):
     code_stderr = "%%python\nimport sys\nprint('to stderr', file=sys.stderr)"
 
     completion_samples = [
-        {"text": "dma.", "matches": {"dma.copy", "dma.copy.async", "dma.any"}},
-        {"text": "tma.lo", "matches": {"tma.load", "tma.load.async"}},
+        {"text": "dma.", "matches": {"dma.copy", "dma.copy.async", "dma.any", "dma.pad", "dma.transp"}},
+        {"text": "tma.lo", "matches": {"tma.load", "tma.load.async", "tma.load.async.evict_first"}},
         {"text": "mma.row.r", "matches": {"mma.row.row", "mma.row.row.async"}},
         {"text": "parallel p by 4 { f1", "matches": {"f16"}},
         {"text": "%%python\nimport o"},

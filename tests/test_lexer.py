@@ -25,6 +25,11 @@ ROOT = Path(__file__).parent.parent
 LABEXTENSION = ROOT / "labextension"
 VALID = sorted((CONFORMANCE / "valid").glob("*.co"))
 HOST_CODE = Path(__file__).parent / "rules" / "syntax_ok_host_code.co"
+# The backend's own programs with the newer words: barriers, yield, assert, print, narrow types, hints.
+NEWER_WORDS = [
+    Path(__file__).parent / "cuda" / name
+    for name in ("narrow_integers.co", "kernel_hints.co", "yield_leaves_kernel.co", "assert_holds.co")
+]
 
 # A cell that uses every kind, and the words whose context decides their kind.
 PROGRAM = """\
@@ -166,7 +171,10 @@ def pygments_kinds(source: str) -> list[str | None]:
     "source",
     [
         pytest.param(PROGRAM, id="representative"),
-        *(pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in [*VALID, HOST_CODE]),
+        *(
+            pytest.param(path.read_text(encoding="utf-8"), id=path.name)
+            for path in [*VALID, HOST_CODE, *NEWER_WORDS]
+        ),
     ],
 )
 def test_codemirror_mode_agrees_with_pygments(source: str) -> None:

@@ -12,7 +12,7 @@ from corpus import CONFORMANCE
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.diagnostics import Diagnostic, DiagnosticSink
 from choreo_kernel.compiler.parser import parse
-from choreo_kernel.compiler.preprocess import preprocess
+from choreo_kernel.compiler.preprocess import SourceMap, preprocess
 
 SYNTAX_FILES = {"syntax_missing_operand.co", "syntax_unclosed_bracket.co", "syntax_wait_missing_comma.co"}
 CORPUS_FILES = sorted(CONFORMANCE.glob("*/*.co"))
@@ -699,10 +699,21 @@ def test_name_spans_of_declarations() -> None:
 # ---------------------------------------------------- host code, names and known limits
 
 
-def test_half_is_usable_as_a_name() -> None:
-    parse_ok(
-        "__co__ void f(f32 [4] x) {\n  parallel t by 4 {\n    local f32 [2] half;\n    half.at(0) = x.at(t);\n  }\n}\n"
-    )
+@pytest.mark.parametrize(("spelling", "element"), [("half", "f16"), ("double", "f64"), ("bfp16", "bf16")])
+def test_croqtile_type_spellings_are_element_types(spelling: str, element: str) -> None:
+    program = parse_ok(f"__co__ void f({spelling} [4] x, {spelling} s) {{\n  {spelling} v = s;\n}}\n")
+    (function,) = program.functions
+    assert [param.type.name for param in function.params] == [element, element]
+    assert function.body.body[0].type_name == element  # type: ignore[attr-defined]
+
+
+def test_a_type_spelling_used_as_a_name_says_so() -> None:
+    source = "__co__ void f(f32 [4] x) {\n  parallel t by 4 {\n    local f32 [2] half;\n    half.at(0) = x.at(t);\n  }\n}\n"
+    sink = DiagnosticSink()
+    parse(source, SourceMap(), sink)
+    (error,) = sink.diagnostics
+    assert (error.line, error.column) == (4, 9)
+    assert "'half' is an element type" in error.message
 
 
 def test_host_digit_separator_does_not_hide_the_next_function() -> None:

@@ -290,7 +290,7 @@ def test_bad_if_expression_is_an_error_not_an_exception() -> None:
     assert [d.line for d in diagnostics] == [1, 4]
 
 
-def test_include_pragma_and_line_are_ignored() -> None:
+def test_include_pragma_and_line_leave_blank_lines() -> None:
     source = '#include <cstdio>\n#include "choreo.h"\n#pragma once\n#pragma unroll 4\n#line 10\nx = 1;'
     out = lines(source)
     assert out == ["", "", "", "", "", "x = 1;"]
@@ -298,3 +298,69 @@ def test_include_pragma_and_line_are_ignored() -> None:
 
 def test_directives_with_spaces_after_the_hash() -> None:
     assert code("#  define N 4\n  #  if N == 4\nyes\n # endif\nn = N;") == ["yes", "n = 4;"]
+
+
+# ------------------------------------------------------------------------ #line
+
+LINE_SOURCE = """__co__ void f() {
+#line 78
+  should fail
+}
+"""
+
+
+def _first_error(source: str, filename: str = "cell.co") -> tuple[Diagnostic, str]:
+    import choreo_kernel as ck
+
+    errors = [d for d in ck.check(source, target="sim", filename=filename) if d.severity == "error"]
+    assert errors, "expected an error"
+    return errors[0], errors[0].render(source, filename)
+
+
+def test_line_directive_numbers_the_next_line() -> None:
+    error, rendered = _first_error(LINE_SOURCE)
+    assert (error.line, error.column) == (78, 10)
+    assert rendered.startswith("cell.co:78:10: error:")
+    assert " 78 |   should fail" in rendered  # the excerpt is the user's text at that line
+
+
+def test_line_directive_with_a_file_names_it_and_later_directives_keep_it() -> None:
+    source = '\n__co__ void f() {\n#line 35 "ab.c"\n  int a = 1;\n#line 90\n  b = a + c;\n}\n'
+    error, rendered = _first_error(source)
+    assert (error.line, error.span.file) == (90, "ab.c")
+    assert rendered.startswith("ab.c:90:")
+    assert "'c' is not declared" in rendered and "b = a + c;" in rendered
+
+
+def test_line_directive_in_an_inactive_region_is_ignored() -> None:
+    source = "#if 0\n#line 500\n#endif\n__co__ void f() {\n  x = y;\n}\n"
+    error, _ = _first_error(source)
+    assert error.line == 5
+
+
+@pytest.mark.parametrize("directive", ["#line", "#line x", "#line 0", "#line 4 file.co"])
+def test_a_malformed_line_directive_is_an_error_at_it(directive: str) -> None:
+    _, diagnostics = run(f"x\n{directive}\ny")
+    assert [(d.line, d.column) for d in diagnostics] == [(2, 1)]
+    assert "#line" in diagnostics[0].message
+
+
+def test_a_run_time_error_after_a_line_directive_reports_the_named_line() -> None:
+    import numpy as np
+
+    import choreo_kernel as ck
+
+    source = """__co__ s32 [4] f(s32 [4] x, int d) {
+  s32 [4] y;
+#line 200 "kernels.co"
+  parallel p by 4 : block {
+    y.at(p) = x.at(p) / d;
+  }
+  return y;
+}
+"""
+    module = ck.compile(source, target="sim")
+    with pytest.raises(ck.ChoreoError) as raised:
+        module.f(np.arange(4, dtype=np.int32), 0)
+    assert raised.value.diagnostics[0].line == 201
+    assert "kernels.co:201:" in str(raised.value) and "y.at(p) = x.at(p) / d;" in str(raised.value)

@@ -62,7 +62,7 @@ def test_corpus_program_matches_reference(program: Program, seed: int) -> None:
         ck.compile(program.source, target="sim", filename=program.name)
         return
     result, arguments, before = _call(program, seed)
-    env = {"np": np, **before}
+    env = {"np": np, "ml_dtypes": ml_dtypes, **before}  # ml_dtypes: the narrow float types
     if program.ref is not None:
         assert_close(result, eval(program.ref, env), program.tol, "the result")
     for name, expression in program.ref_args:

@@ -5,7 +5,7 @@
 #   tools/setup.sh test   the test tools too (the README's second command; CI runs it as well)
 #
 # As root on Debian or Ubuntu it installs what is missing with apt-get: Python's venv module,
-# Graphviz (the graphs) and, for `test`, Chromium and libatomic (the browser test) and Node.js
+# Graphviz (the graphs), g++ (device functions on the sim backend) and, for `test`, Chromium and libatomic (the browser test) and Node.js
 # with npm (the JupyterLab extension's own tests). Node.js is never needed to use the extension:
 # a prebuilt copy is committed (choreo_kernel/labextension). npm is installed only when Node.js,
 # once there, has none: the nodejs package of NodeSource brings its own npm and conflicts with
@@ -30,6 +30,8 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import ensurepip, venv"
     missing+=(python3-venv)
 fi
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+# The sim backend builds the C++ device functions that programs `call` with the system compiler.
+command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || missing+=(g++)
 if [ "$mode" = test ]; then
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
     command -v node >/dev/null 2>&1 || missing+=(nodejs)

@@ -35,6 +35,8 @@ class Name(Expr):
 class IntLiteral(Expr):
     value: int
     unsigned: bool = False
+    long: bool = False  # written with an `ll` suffix: 64 bits whatever its value
+    text: str = ""  # as written (`0xFFu`), for messages
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,20 +112,24 @@ class Member(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Method(Expr):
-    """`x.chunkat(i, j)`, `e.at(order)`, `x.span(0)`: a member with arguments."""
+    """`x.chunkat(i, j)`, `e.at(order)`, `x.span(0)`: a member with arguments.
+
+    `strides` are the element strides after a colon, `x.view(16, 8 : 64, 2)`."""
 
     value: Expr
     name: str
     name_span: Span
     args: tuple[Expr, ...]
+    strides: tuple[Expr, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
 class Index(Expr):
-    """`stage[slot]`, `events[i][j]`, and `s[(0) / 2, (1)]` on shapes."""
+    """`stage[slot]`, `events[i][j]`, `s[(0) / 2, (1)]` on shapes, and `t {(1), (0)}` on ituples (`braced`)."""
 
     value: Expr
     indices: tuple[Expr, ...]
+    braced: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,7 +164,34 @@ class Cast(Expr):
 
 @dataclass(frozen=True, eq=False)
 class AnyDim(Expr):
-    """`?` in a parameter shape: any size."""
+    """`?` in a parameter shape: any size, bound from the argument; `??` (`unbounded`): a size nothing
+    states, which only a global parameter may have."""
+
+    unbounded: bool = False
+
+
+# ------------------------------------------------ device code: calls of C++ device functions
+
+
+@dataclass(frozen=True, eq=False)
+class TemplateArg(Node):
+    """One `<...>` argument of a device call: a compile-time integer expression, or C++ text (an
+    element type such as `f32`, or a qualified name such as `mylib::MODE`) given verbatim."""
+
+    expr: Expr | None = None
+    text: str | None = None
+    is_type: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceCall(Expr):
+    """`call f(x)`, `call ns::g<f32, 64>(a.data, |a.span|)`: a C++ device function of the source's C++
+    part or of an earlier `%%cuda` cell, called by each thread that runs it."""
+
+    callee: str  # as written, with its namespaces: "mylib::compute"
+    callee_span: Span
+    template_args: tuple[TemplateArg, ...] | None  # None: no `<...>`
+    args: tuple[Expr, ...]
 
 
 # -------------------------------------------------------------- declarations
@@ -249,6 +282,16 @@ class ParallelClause(Node):
     count: Expr  # an expression, or a ListLiteral for several variables
     level: str | None
     level_span: Span | None = None
+    cooperative: bool = False  # `: block<cooperative>`: the grid's blocks run at once and can meet
+
+
+@dataclass(frozen=True, eq=False)
+class Attribute(Node):
+    """`launch_bounds(256, 2)` of `[[launch_bounds(256, 2)]] parallel ...`, `unroll(4)` of
+    `foreach k in [K] : unroll(4)`: a name and its arguments."""
+
+    name: str
+    args: tuple[Expr, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,6 +299,8 @@ class Parallel(Stmt):
     is_async: bool
     clauses: tuple[ParallelClause, ...]
     body: Stmt
+    attributes: tuple[Attribute, ...] = ()  # `[[launch_bounds(...)]]`, `[[maxnreg(...)]]` before it
+    stream: Name | None = None  # `parallel<s>`: launched on the stream that parameter `s` holds
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,6 +310,7 @@ class Foreach(Stmt):
     variables: BoundVars
     extent: Expr
     body: Stmt
+    hint: Attribute | None = None  # `: unroll(4)`
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,6 +330,7 @@ class ForeachRange(Stmt):
 
     items: tuple[RangeItem, ...]
     body: Stmt
+    hint: Attribute | None = None  # `: unroll(4)`
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,7 +343,7 @@ class WithBinding(Node):
 class With(Stmt):
     bindings: tuple[WithBinding, ...]
     body: Stmt
-    where: tuple[Name, Name] | None = None
+    where: tuple[tuple[Name, Name], ...] | None = None  # `where x <-> y, ...`
 
 
 @dataclass(frozen=True, eq=False)
@@ -319,6 +366,10 @@ class InThreads(Stmt):
     body: Stmt
 
 
+L2_HINTS = ("evict_first", "evict_last")  # `tma.load.async.evict_first`: the L2 policy of a TMA load
+MODIFIERS = ("async", "swiz", *L2_HINTS)  # qualifiers that say how an operation runs, not what it does
+
+
 @dataclass(frozen=True, eq=False)
 class Operation(Node):
     """`dma.copy.async src => dst after f`, `mma.row.row acc, a, b`, `mma.fill.f32 0.0f`.
@@ -334,6 +385,7 @@ class Operation(Node):
     destination: Expr | None
     after: tuple[Expr, ...]
     op_span: Span
+    config: tuple[Expr, ...] = ()  # the template arguments of dma.pad and dma.transp, parsed
 
     @property
     def text(self) -> str:
@@ -346,8 +398,8 @@ class Operation(Node):
     @property
     def words(self) -> list[str]:
         """The qualifiers that say what the operation does (`["load"]`, `["row", "row"]`): without
-        `async` and `swiz`, which say how."""
-        return [q for q in self.qualifiers if q not in ("async", "swiz")]
+        `async`, `swiz` and the L2 hints, which say how."""
+        return [q for q in self.qualifiers if q not in MODIFIERS]
 
 
 @dataclass(frozen=True, eq=False)
@@ -420,7 +472,88 @@ class Unsupported(Stmt):
     inner: Stmt | None = None
 
 
+# -------------------------------------------------------- device code: inline assembly
+
+
+@dataclass(frozen=True, eq=False)
+class AsmOperand(Node):
+    """`[name] "=r"(out.at(p))` of an inline assembly statement."""
+
+    constraint: str
+    expr: Expr
+    name: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Asm(Stmt):
+    """`__asm__ volatile("mov.u32 %0, %1;" : "=r"(x) : "r"(v) : "memory");`: GNU extended inline
+    assembly, emitted as written on CUDA. `template` and `clobbers` keep their C escapes."""
+
+    template: str
+    volatile: bool
+    outputs: tuple[AsmOperand, ...] = ()
+    inputs: tuple[AsmOperand, ...] = ()
+    clobbers: tuple[str, ...] = ()
+
+
+# ------------------------------------------ synchronization, control and debugging (issue 14, c14d)
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    """`sync.barrier : L;`: the threads of an instance of L meet (a warp for `group` and `thread`, a
+    warpgroup for `group-4`, the block for `block`); in a `block<cooperative>` kernel, `block` and
+    `device` mean every block of the grid."""
+
+    level: str
+    level_span: Span
+
+
+@dataclass(frozen=True, eq=False)
+class Fence(Stmt):
+    """`sync.fence : L;`: this thread's memory writes before it are seen before those after it by the
+    threads of its L instance (the block for `thread`, `group` and `group-4`; the device above)."""
+
+    level: str
+    storage: str | None = None  # `sync.fence : block<shared>`
+
+
+@dataclass(frozen=True, eq=False)
+class NamedBarrier(Stmt):
+    """`__bar_sync(id, count);` arrives at hardware barrier `id` of `count` threads and waits for
+    them; `__bar_arrive(id, count);` only arrives."""
+
+    waits: bool
+    barrier: Expr
+    count: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Yield(Stmt):
+    """`yield;`: the thread leaves the kernel; nothing after it runs in that thread."""
+
+
+@dataclass(frozen=True, eq=False)
+class Assert(Stmt):
+    """`assert(cond, "message");`: checked at compile time where the condition is known, else when it runs."""
+
+    condition: Expr
+    message: str
+
+
+@dataclass(frozen=True, eq=False)
+class Print(Stmt):
+    """`print(...)` / `println(...)` when the statement runs; `print!(...)` / `println!(...)` print what
+    the compiler knows of the values, when it compiles."""
+
+    args: tuple[Expr, ...]
+    newline: bool
+    compile_time: bool
+
+
 # ----------------------------------------------------------------- functions
+
+STREAM_TYPE = "stream"  # the type of a `stream s` parameter: a CUDA stream the caller passes
 
 
 @dataclass(frozen=True, eq=False)
@@ -433,10 +566,24 @@ class TypeRef(Node):
 
 @dataclass(frozen=True, eq=False)
 class Param(Node):
+    """`f16 [M, K] a`, `global f32 [N] out`, `f32 [N] &out` (by reference), `stream s`, or an unnamed
+    `bool` (`named` False: its name is made up, and nothing can refer to it)."""
+
     type: TypeRef
     name: str
     name_span: Span
     is_global: bool = False
+    by_reference: bool = False
+    named: bool = True
+
+    @property
+    def is_stream(self) -> bool:
+        return self.type.name == STREAM_TYPE
+
+    @property
+    def writes_back(self) -> bool:
+        """Whether what the function writes into the argument reaches the caller's array."""
+        return self.is_global or self.by_reference
 
 
 @dataclass(frozen=True, eq=False)

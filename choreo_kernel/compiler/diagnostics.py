@@ -17,12 +17,18 @@ WARNING = "warning"
 
 @dataclass(frozen=True)
 class Span:
-    """A range in the user's source: 1-based lines and columns, end inclusive-exclusive."""
+    """A range in the user's source: 1-based lines and columns, end inclusive-exclusive.
+
+    After a `#line N "file"` directive, `line` is the line the directive names and `file` its file;
+    the text is still at line `line + offset` of the source (where an excerpt shows it).
+    """
 
     line: int
     column: int
     end_line: int
     end_column: int
+    file: str | None = None
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,25 +136,27 @@ class ChoreoError(Exception):
 
 def render_diagnostic(diagnostic: Diagnostic, lines: Sequence[str], filename: str) -> str:
     """`file:line:col: severity: message`, the source line, a caret underline, then notes."""
-    out = [f"{filename}:{diagnostic.line}:{diagnostic.column}: {diagnostic.severity}: {diagnostic.message}"]
+    span = diagnostic.span
+    out = [f"{span.file or filename}:{span.line}:{span.column}: {diagnostic.severity}: {diagnostic.message}"]
     # One gutter for every excerpt of the diagnostic, so the `|` bars line up.
-    gutter = max(
-        len(str(span.line)) for span in [diagnostic.span, *(n.span for n in diagnostic.notes if n.span)]
-    )
-    out.extend(_excerpt(diagnostic.span, lines, gutter))
+    gutter = max(len(str(s.line)) for s in [span, *(n.span for n in diagnostic.notes if n.span)])
+    out.extend(_excerpt(span, lines, gutter))
     for note in diagnostic.notes:
         if note.span is None:
             out.append(f"   = note: {note.message}")
         else:
-            out.append(f"{filename}:{note.span.line}:{note.span.column}: note: {note.message}")
+            out.append(
+                f"{note.span.file or filename}:{note.span.line}:{note.span.column}: note: {note.message}"
+            )
             out.extend(_excerpt(note.span, lines, gutter))
     return "\n".join(out)
 
 
 def _excerpt(span: Span, lines: Sequence[str], gutter: int) -> list[str]:
-    if not 1 <= span.line <= len(lines):
+    physical = span.line + span.offset  # the line in `lines`, where a #line directive renumbered the source
+    if not 1 <= physical <= len(lines):
         return []
-    text = lines[span.line - 1].replace("\t", " ")
+    text = lines[physical - 1].replace("\t", " ")
     end = span.end_column if span.end_line == span.line else len(text) + 1
     width = max(1, end - span.column)
     underline = " " * (span.column - 1) + "^" + "~" * (width - 1)

@@ -33,7 +33,7 @@ def function_regions(text: str) -> list[Region]:
     while pos < n:
         c = text[pos]
         if starts_literal(text, pos):
-            pos = _skip_literal(text, pos)
+            pos = skip_literal(text, pos)
             continue
         if c == "{":
             depth += 1
@@ -56,7 +56,8 @@ def starts_literal(text: str, pos: int) -> bool:
     return c == '"' or (c == "'" and not (pos > 0 and text[pos - 1].isalnum()))
 
 
-def _skip_literal(text: str, pos: int) -> int:
+def skip_literal(text: str, pos: int) -> int:
+    """The offset after the string or character literal that starts at `pos`."""
     quote = text[pos]
     pos += 1
     while pos < len(text) and text[pos] not in (quote, "\n"):
@@ -73,7 +74,7 @@ def _function_end(text: str, start: int) -> int:
     while pos < len(text):
         c = text[pos]
         if starts_literal(text, pos):
-            pos = _skip_literal(text, pos)
+            pos = skip_literal(text, pos)
             continue
         if c == "{":
             depth += 1

@@ -9,38 +9,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import lark
 from lark import Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedInput
+from lark.lexer import TerminalDef
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
+from choreo_kernel.compiler.devicecode import blank_regions, device_items
+from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
 from choreo_kernel.compiler.hostcode import function_regions, isolate
-from choreo_kernel.compiler.preprocess import SourceMap, blank_comments
+from choreo_kernel.compiler.preprocess import SourceMap
+from choreo_kernel.compiler.syntax_errors import describe_syntax_error
 
-TYPE_ALIASES = {"int": "s32", "float": "f32", "f8": "f8_e4m3"}
+TYPE_ALIASES = {
+    "int": "s32",
+    "float": "f32",
+    "double": "f64",
+    "half": "f16",
+    "bfp16": "bf16",
+    "f8": "f8_e4m3",
+}
 
 _OPERATION_PART = re.compile(r"([A-Za-z_]\w*)(?:<([^<>]*)>)?")
 
-# What a user calls the tokens a syntax error expected.
-_TOKEN_WORDS = {
-    "NAME": "a name",
-    "INT": "an integer",
-    "FLOAT": "a number",
-    "STRING": "a string",
-    "ELEM_TYPE": "a type",
-    "LEVEL": "a level (block, group-4, group, thread)",
-    "OPERATION": "an operation (dma.copy, tma.load, mma...)",
-    "ASSIGN_OP": "'='",
-    "ARROW": "'=>'",
-    "EVENT_INIT": "'= ready'",
-    "$END": "the end of the input",
-}
-_EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "LPAR"}
+_ASM_GOTO = "__asm__ goto is not supported (expected '__asm__' or '__asm__ volatile'): Choreo has no labels"
+_ASM_GOTO_TEXT = re.compile(r"(?<![\w\"])(__asm__|asm)\s+goto\b")
 
 
 @cache
@@ -50,10 +48,15 @@ def _parser() -> lark.Lark:
         grammar,
         parser="lalr",
         lexer="contextual",
-        start="function",
+        start=["function", "expr_list"],
         propagate_positions=True,
         maybe_placeholders=True,
     )
+
+
+@cache
+def _terminals() -> dict[str, TerminalDef]:
+    return {terminal.name: terminal for terminal in _parser().terminals}
 
 
 def parse(text: str, source_map: SourceMap, sink: DiagnosticSink, host_code: bool = True) -> ast.Program:
@@ -66,122 +69,70 @@ def parse(text: str, source_map: SourceMap, sink: DiagnosticSink, host_code: boo
     for region in regions:
         isolated = isolate(text, region)
         try:
-            tree = _parser().parse(isolated)
+            tree = _parser().parse(isolated, start="function")
         except UnexpectedInput as error:
-            sink.error(*_describe_syntax_error(error, isolated, source_map))
+            goto = _ASM_GOTO_TEXT.search(text, region.start, region.end)
+            if goto is not None:  # its labels are what the parser trips on: name the cause
+                sink.error(_ASM_GOTO, _offset_span(text, goto.start(), goto.end(), source_map))
+            else:
+                sink.error(*describe_syntax_error(error, isolated, source_map, _terminals()))
             continue
         functions.append(builder.transform(tree))
     end_line = text.count("\n") + 1
     return ast.Program(Span(1, 1, end_line, 1), tuple(functions))
 
 
+def _offset_span(text: str, start: int, end: int, source_map: SourceMap) -> Span:
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return source_map.span(line, column, line, column + (end - start))
+
+
 def _reject_stray_text(text: str, regions: list[Any], source_map: SourceMap, sink: DiagnosticSink) -> None:
-    """In a notebook cell everything is Choreo: text outside functions is an error, not host code."""
-    pos = 0
-    for region in [*regions, None]:
-        end = region.start if region else len(text)
-        stray = re.search(r"\S", text[pos:end])
-        if stray:
-            offset = pos + stray.start()
-            line = text.count("\n", 0, offset) + 1
-            column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-            sink.error(
-                "expected a '__co__' function or a preprocessor line; a Choreo cell holds no other code",
-                source_map.span(line, column, line, column + 1),
-            )
-            return
-        pos = region.end if region else end
-
-
-def _describe_syntax_error(
-    error: UnexpectedInput, text: str, source_map: SourceMap
-) -> tuple[str, Span] | tuple[str, Span, Note]:
-    if isinstance(error, UnexpectedToken):
-        token = error.token
-        accepted = error.accepts or error.expected
-        expected = _describe_expected(accepted)
-        if token.type == "$END":
-            found = "the end of the input"
-        else:
-            found = f"'{token.value}'"
-        line = token.line or error.line
-        column = token.column or error.column
-        end_column = (token.end_column or column + 1) if token.type != "$END" else column + 1
-        message = f"syntax error: expected {expected}, found {found}"
-        at_token = source_map.span(line, column, line, end_column)
-        missing_semicolon = "SEMICOLON" in accepted and token.type != "$END"
-        after = _end_of_previous_line(text, token) if missing_semicolon else None
-        if after is not None:  # a missing ';' belongs to the line before, as rustc shows it
-            return (
-                message,
-                source_map.span(*after, after[0], after[1] + 1),
-                Note(f"{found} is here", at_token),
-            )
-        return message, at_token
-    if isinstance(error, UnexpectedCharacters):
-        return (
-            f"syntax error: unexpected character '{error.char}'",
-            source_map.span(error.line, error.column, error.line, error.column + 1),
+    """In a notebook cell everything is Choreo or device code (`__device__` functions, `__cok__` blocks)
+    for later cells to call: other text outside functions is an error, not host code."""
+    host = blank_regions(text, regions)
+    stray = re.search(r"\S", blank_regions(host, device_items(host)))
+    if stray:
+        offset = stray.start()
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        sink.error(
+            "expected a '__co__' function, a '__device__' function or a preprocessor line; a Choreo cell "
+            "holds no other code",
+            source_map.span(line, column, line, column + 1),
         )
-    if isinstance(error, UnexpectedEOF):
-        expected = _describe_expected(error.expected)
-        return f"syntax error: expected {expected}, found the end of the input", Span(1, 1, 1, 2)
-    return f"syntax error: {error}", Span(error.line, error.column, error.line, error.column + 1)
 
 
-def _end_of_previous_line(text: str, token: Token) -> tuple[int, int] | None:
-    """(line, column) just after the last token before `token`, when that token is on an earlier line."""
-    start = getattr(token, "start_pos", None)
-    if start is None:
-        return None
-    before = blank_comments(text[:start]).rstrip()
-    if not before or "\n" not in text[len(before) : start]:
-        return None
-    return before.count("\n") + 1, len(before) - before.rfind("\n")
+CONFIGURED = ("pad", "transp")  # operations whose template arguments are expressions
 
 
-def _describe_expected(names: Iterable[str]) -> str:
-    names = set(names)
-    words: list[str] = []
-    if _EXPRESSION_STARTS <= names:
-        words.append("an expression")
-        names -= {
-            "NAME",
-            "INT",
-            "FLOAT",
-            "STRING",
-            "LPAR",
-            "LSQB",
-            "LBRACE",
-            "TRUE",
-            "FALSE",
-            "ADD_OP",
-            "BANG",
-            "TILDE",
-            "HASH",
-            "AMP",
-            "VBAR",
-            "INCDEC",
-            "ELEM_TYPE",
-            "__TO",
-        }
-    terminals = {t.name: t for t in _parser().terminals}
-    for name in sorted(names):
-        if name in _TOKEN_WORDS:
-            words.append(_TOKEN_WORDS[name])
-        elif name in terminals and terminals[name].pattern.type == "str":
-            words.append(f"'{terminals[name].pattern.value}'")
-        elif name in terminals:
-            words.append(name.lower().replace("_", " "))
-    if not words:
-        return "something else"
-    if len(words) > 6:
-        words = [*words[:6], "..."]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+class _ShiftedMap:
+    """Positions in a piece of a token (parsed on its own, from line 1 column 1) mapped to the user's source."""
+
+    def __init__(self, source_map: SourceMap, line: int, column_offset: int) -> None:
+        self.source_map = source_map
+        self.line = line
+        self.column_offset = column_offset
+
+    def span(self, line: int, column: int, end_line: int, end_column: int) -> Span:
+        return self.source_map.span(
+            self.line, column + self.column_offset, self.line, end_column + self.column_offset
+        )
 
 
 class _StorageWord(str):
     pass
+
+
+@dataclass(frozen=True)
+class _AsmWord:
+    """An item of an inline assembly section without an expression: a clobber ("memory") when
+    `quoted`, else a label (of `asm goto`) or a named operand missing its expression."""
+
+    text: str
+    span: Span
+    quoted: bool
 
 
 class _TypeWord(str):
@@ -320,20 +271,53 @@ class _AstBuilder(Transformer[Token, Any]):
         return ast.Empty(self._span(meta))
 
     def attributed(self, meta: Any, children: list[Any]) -> ast.Stmt:
-        _, inner = children
-        inner_stmt = _as_statement(inner, self._span(meta))
-        return ast.Unsupported(self._span(meta), "attribute", inner_stmt)
+        items, inner = children
+        span = self._span(meta)
+        inner_stmt = _as_statement(inner, span)
+        attributes = tuple(filter(None, (self._attribute(item) for item in items)))
+        if isinstance(inner_stmt, ast.Parallel):
+            return replace(inner_stmt, attributes=(*attributes, *inner_stmt.attributes))
+        kernel = [a.name for a in attributes if a.name in ("launch_bounds", "maxnreg")]
+        if kernel:
+            self.sink.error(
+                f"[[{kernel[0]}]] applies to a kernel: write it on the line before its block-level 'parallel'",
+                span,
+            )
+            return inner_stmt
+        return ast.Unsupported(
+            span, "attribute", inner_stmt
+        )  # another statement's hint: left, with a warning
+
+    def _attribute(self, expr: ast.Expr) -> ast.Attribute | None:
+        """`name(args)` or `name` of an attribute list or a loop hint."""
+        if isinstance(expr, ast.Call) and isinstance(expr.callee, ast.Name):
+            return ast.Attribute(expr.span, expr.callee.id, expr.args)
+        if isinstance(expr, ast.Name):
+            return ast.Attribute(expr.span, expr.id)
+        self.sink.error("an attribute is a name with its arguments, as in launch_bounds(256)", expr.span)
+        return None
 
     def parallel(self, meta: Any, children: list[Any]) -> ast.Parallel:
-        keyword, *clauses, body = children
+        keyword, stream, *clauses, body = children
         body = _as_statement(body, self._span(meta))
-        return ast.Parallel(self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body)
+        return ast.Parallel(self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream)
 
     def parallel_clause(self, meta: Any, children: list[Any]) -> ast.ParallelClause:
-        variables, count, level = children
+        variables, count, level, qualifier = children
         level_span = self._token_span(level) if level is not None else None
+        cooperative = qualifier is not None and _qualifier(qualifier) == "cooperative"
+        if qualifier is not None and not cooperative:
+            self.sink.error(
+                f"'{level}{qualifier}': a parallel level takes <cooperative> only",
+                self._token_span(qualifier),
+            )
         return ast.ParallelClause(
-            self._span(meta), variables, count, str(level) if level is not None else None, level_span
+            self._span(meta),
+            variables,
+            count,
+            str(level) if level is not None else None,
+            level_span,
+            cooperative,
         )
 
     def single_var(self, meta: Any, children: list[Any]) -> ast.BoundVars:
@@ -350,11 +334,10 @@ class _AstBuilder(Transformer[Token, Any]):
         head, suffix, body = children
         span = self._span(meta)
         body = _as_statement(body, span)
+        hint = self._attribute(suffix) if suffix is not None else None
         if head[0] == "in":
-            loop: ast.Stmt = ast.Foreach(span, head[1], head[2], body)
-        else:
-            loop = ast.ForeachRange(span, head[1], body)
-        return loop if suffix is None else ast.Unsupported(span, "hint", loop)
+            return ast.Foreach(span, head[1], head[2], body, hint)
+        return ast.ForeachRange(span, head[1], body, hint)
 
     def foreach_in(self, meta: Any, children: list[Any]) -> tuple[Any, ...]:
         return "in", children[0], children[1]
@@ -383,8 +366,9 @@ class _AstBuilder(Transformer[Token, Any]):
     def with_binding(self, meta: Any, children: list[Any]) -> ast.WithBinding:
         return ast.WithBinding(self._span(meta), children[0], children[1])
 
-    def where_clause(self, meta: Any, children: list[Any]) -> tuple[ast.Name, ast.Name]:
-        return self._name(children[0]), self._name(children[1])
+    def where_clause(self, meta: Any, children: list[Any]) -> tuple[tuple[ast.Name, ast.Name], ...]:
+        names = [self._name(child) for child in children]
+        return tuple(zip(names[::2], names[1::2]))
 
     def if_stmt(self, meta: Any, children: list[Any]) -> ast.If:
         condition, then, otherwise = children
@@ -413,6 +397,9 @@ class _AstBuilder(Transformer[Token, Any]):
         args, destination = operands if operands is not None else ((), None)
         family, *rest = [m for m in _OPERATION_PART.finditer(str(token))]
         template_args = {m.group(1): m.group(2) for m in rest if m.group(2) is not None}
+        config = next(
+            (self._config(token, m) for m in rest if m.group(1) in CONFIGURED and m.group(2) is not None), ()
+        )
         return ast.Operation(
             self._span(meta),
             family.group(1),
@@ -422,7 +409,23 @@ class _AstBuilder(Transformer[Token, Any]):
             destination,
             after or (),
             self._token_span(token),
+            config,
         )
+
+    def _config(self, token: Token, part: re.Match[str]) -> tuple[ast.Expr, ...]:
+        """The expressions between the `<...>` of `dma.pad<{1, 1}, {0, 0}, {0, 0}, v>`, with spans in the
+        user's source (the operation token holds them as text)."""
+        assert token.line is not None and token.column is not None
+        if not part.group(2).strip():
+            return ()  # `dma.pad<>`: the analysis says what goes between the brackets
+        shifted = _ShiftedMap(self.source_map, token.line, token.column + part.start(2) - 1)
+        try:
+            tree = _parser().parse(part.group(2), start="expr_list")
+        except UnexpectedInput as error:
+            self.sink.error(*describe_syntax_error(error, part.group(2), shifted, _terminals()))  # type: ignore[arg-type]
+            return ()
+        config: tuple[ast.Expr, ...] = _AstBuilder(shifted, self.sink).transform(tree)  # type: ignore[arg-type]
+        return config
 
     def operands(self, meta: Any, children: list[Any]) -> tuple[tuple[ast.Expr, ...], ast.Expr | None]:
         args, _, destination = children
@@ -437,8 +440,25 @@ class _AstBuilder(Transformer[Token, Any]):
     def trigger_stmt(self, meta: Any, children: list[Any]) -> ast.Trigger:
         return ast.Trigger(self._span(meta), children[0], children[1] or ())
 
-    def sync_stmt(self, meta: Any, children: list[Any]) -> ast.Sync:
-        return ast.Sync(self._span(meta), str(children[0]).split(".", 1)[1])
+    def sync_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
+        keyword, level, qualifier = children
+        span = self._span(meta)
+        kind = str(keyword).split(".", 1)[1]
+        storage = _qualifier(qualifier) if qualifier is not None else None
+        if kind == "barrier" and level is not None and storage is None:
+            return ast.Barrier(span, str(level), self._token_span(level))
+        if kind == "fence" and level is not None and storage != "cooperative":
+            return ast.Fence(span, str(level), storage)
+        if kind in ("barrier", "fence"):
+            self.sink.error(
+                f"'sync.{kind}' names the level it applies to: 'sync.{kind} : block;'"
+                + (" (a fence takes <shared> or <global>)" if kind == "fence" else ""),
+                span,
+            )
+            return ast.Empty(span)
+        if level is not None or qualifier is not None:
+            self.sink.error(f"'sync.{kind}' takes no level", span)
+        return ast.Sync(span, kind)
 
     def assign_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
         target, op, value = children
@@ -463,11 +483,21 @@ class _AstBuilder(Transformer[Token, Any]):
     def continue_stmt(self, meta: Any, children: list[Any]) -> ast.Continue:
         return ast.Continue(self._span(meta))
 
-    def call_stmt(self, meta: Any, children: list[Any]) -> ast.Unsupported:
-        return ast.Unsupported(self._span(meta), "call")
+    def print_stmt(self, meta: Any, children: list[Any]) -> ast.Print:
+        keyword, args = children
+        word = str(keyword)
+        return ast.Print(self._span(meta), args or (), word.rstrip("!") == "println", word.endswith("!"))
 
-    def print_stmt(self, meta: Any, children: list[Any]) -> ast.Unsupported:
-        return ast.Unsupported(self._span(meta), "print")
+    def named_barrier_stmt(self, meta: Any, children: list[Any]) -> ast.NamedBarrier:
+        keyword, barrier, count = children
+        return ast.NamedBarrier(self._span(meta), str(keyword) == "__bar_sync", barrier, count)
+
+    def yield_stmt(self, meta: Any, children: list[Any]) -> ast.Yield:
+        return ast.Yield(self._span(meta))
+
+    def assert_stmt(self, meta: Any, children: list[Any]) -> ast.Assert:
+        condition, *strings = children
+        return ast.Assert(self._span(meta), condition, "".join(_unescape(str(s)[1:-1]) for s in strings))
 
     # ----------------------------------------------------------- expressions
 
@@ -507,6 +537,10 @@ class _AstBuilder(Transformer[Token, Any]):
         value, name, args = children
         return ast.Method(self._span(meta), value, str(name), self._token_span(name), args or ())
 
+    def strided_method(self, meta: Any, children: list[Any]) -> ast.Method:
+        value, name, args, strides = children
+        return ast.Method(self._span(meta), value, str(name), self._token_span(name), args, strides)
+
     def call(self, meta: Any, children: list[Any]) -> ast.Call:
         callee, args = children
         return ast.Call(self._span(meta), callee, args or ())
@@ -520,7 +554,9 @@ class _AstBuilder(Transformer[Token, Any]):
 
     def int_literal(self, meta: Any, children: list[Any]) -> ast.IntLiteral:
         value, unsigned = _parse_int(children[0])
-        return ast.IntLiteral(self._span(meta), value, unsigned)
+        text = str(children[0])
+        long = "ll" in text.lower()
+        return ast.IntLiteral(self._span(meta), value, unsigned, long, text)
 
     def float_literal(self, meta: Any, children: list[Any]) -> ast.FloatLiteral:
         text = str(children[0])
@@ -534,7 +570,7 @@ class _AstBuilder(Transformer[Token, Any]):
         return ast.BoolLiteral(self._span(meta), False)
 
     def string_literal(self, meta: Any, children: list[Any]) -> ast.StringLiteral:
-        text = "".join(str(c)[1:-1] for c in children)
+        text = "".join(_unescape(str(c)[1:-1]) for c in children)
         return ast.StringLiteral(self._span(meta), text)
 
     def paren(self, meta: Any, children: list[Any]) -> ast.Paren:
@@ -551,6 +587,98 @@ class _AstBuilder(Transformer[Token, Any]):
 
     def type_size(self, meta: Any, children: list[Any]) -> ast.TypeSize:
         return ast.TypeSize(self._span(meta), children[1])
+
+    # ------------------------------------------------- device code: call, inline assembly
+
+    def device_call(self, meta: Any, children: list[Any]) -> ast.DeviceCall:
+        (callee, callee_span), template_args, args = children
+        return ast.DeviceCall(self._span(meta), callee, callee_span, template_args, args or ())
+
+    def qualified_name(self, meta: Any, children: list[Any]) -> tuple[str, Span]:
+        return "::".join(map(str, children)), self._span(meta)
+
+    def template_args(self, meta: Any, children: list[Any]) -> tuple[ast.TemplateArg, ...]:
+        opening, *items, closing = children
+        if str(opening) != "<" or str(closing) != ">":
+            wrong = opening if str(opening) != "<" else closing
+            self.sink.error(
+                f"syntax error: template arguments are written between '<' and '>', found '{wrong}'",
+                self._token_span(wrong),
+            )
+        return tuple(
+            item if isinstance(item, ast.TemplateArg) else ast.TemplateArg(item.span, expr=item)
+            for item in items
+            if item is not None
+        )
+
+    def template_type(self, meta: Any, children: list[Any]) -> ast.TemplateArg:
+        return ast.TemplateArg(self._span(meta), text=str(children[0]), is_type=True)
+
+    def template_name(self, meta: Any, children: list[Any]) -> ast.TemplateArg:
+        return ast.TemplateArg(self._span(meta), text="::".join(map(str, children)))
+
+    def asm_stmt(self, meta: Any, children: list[Any]) -> ast.Asm:
+        _, qualifier, *rest = children
+        span = self._span(meta)
+        template = "".join(str(item)[1:-1] for item in rest if isinstance(item, Token))
+        sections: list[list[Any]] = [item for item in rest if isinstance(item, list)]
+        if qualifier is not None and str(qualifier) == "goto":
+            self.sink.error(_ASM_GOTO, self._token_span(qualifier))
+            sections = sections[:3]  # the fourth lists its labels
+        elif len(sections) > 3:
+            self.sink.error(
+                "invalid __asm__ syntax: expected at most three ':' sections after the template "
+                "(outputs : inputs : clobbers)",
+                span,
+            )
+        outputs, inputs, clobbers = [*sections, [], [], []][:3]
+        return ast.Asm(
+            span,
+            template,
+            qualifier is not None and str(qualifier) == "volatile",
+            self._asm_operands(outputs, "an output"),
+            self._asm_operands(inputs, "an input"),
+            self._asm_clobbers(clobbers),
+        )
+
+    def _asm_operands(self, items: list[Any], what: str) -> tuple[ast.AsmOperand, ...]:
+        for item in items:
+            if isinstance(item, _AsmWord):
+                self.sink.error(
+                    f'invalid __asm__ syntax: {what} operand is written "constraint"(expression)', item.span
+                )
+        return tuple(item for item in items if isinstance(item, ast.AsmOperand))
+
+    def _asm_clobbers(self, items: list[Any]) -> tuple[str, ...]:
+        for item in items:
+            if not isinstance(item, _AsmWord) or not item.quoted:
+                self.sink.error(
+                    'invalid __asm__ syntax: the clobbers are strings such as "memory"', item.span
+                )
+        return tuple(item.text for item in items if isinstance(item, _AsmWord) and item.quoted)
+
+    def asm_section(self, meta: Any, children: list[Any]) -> list[Any]:
+        return [child for child in children if child is not None]
+
+    def asm_operand(self, meta: Any, children: list[Any]) -> ast.AsmOperand | _AsmWord:
+        name, constraint, expr = children
+        text = str(constraint)[1:-1]
+        if expr is None:
+            return _AsmWord(text, self._span(meta), quoted=name is None)
+        return ast.AsmOperand(self._span(meta), text, expr, str(name) if name is not None else None)
+
+    def asm_label(self, meta: Any, children: list[Any]) -> _AsmWord:
+        return _AsmWord(str(children[0]), self._span(meta), quoted=False)
+
+
+def _qualifier(token: Token) -> str:
+    """`cooperative` of the token `<cooperative>`."""
+    return str(token).strip("<> \t")
+
+
+def _unescape(text: str) -> str:
+    """A string literal's characters: C's escapes `\\n`, `\\t`, `\\"` and `\\\\` as what they stand for."""
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
 
 
 def _parse_int(token: Token) -> tuple[int, bool]:

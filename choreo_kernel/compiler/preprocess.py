@@ -46,11 +46,32 @@ class _Segment:
     verbatim: bool
 
 
+@dataclass(frozen=True)
+class _LineDirective:
+    """From source line `start` on, lines are numbered from `line` (in `file`, when it names one)."""
+
+    start: int
+    line: int
+    file: str | None
+
+
 @dataclass
 class SourceMap:
-    """Maps 1-based (line, column) positions of preprocessed text back to the user's text."""
+    """Maps 1-based (line, column) positions of preprocessed text back to the user's text, and lines
+    to the numbering (and file) that `#line` directives give them."""
 
     segments: dict[int, list[_Segment]] = field(default_factory=dict)
+    directives: list[_LineDirective] = field(default_factory=list)  # in source order
+
+    def located(self, span: Span) -> Span:
+        """`span` (in source lines) as the `#line` directives before it number it."""
+        directive = next((d for d in reversed(self.directives) if d.start <= span.line), None)
+        if directive is None:
+            return span
+        offset = directive.start - directive.line
+        return Span(
+            span.line - offset, span.column, span.end_line - offset, span.end_column, directive.file, offset
+        )
 
     def column(self, line: int, column: int, end: bool = False) -> int:
         segments = self.segments.get(line)
@@ -65,7 +86,8 @@ class SourceMap:
         return column + (last.src_end - last.out_end)
 
     def span(self, line: int, column: int, end_line: int, end_column: int) -> Span:
-        return Span(line, self.column(line, column), end_line, self.column(end_line, end_column, end=True))
+        columns = Span(line, self.column(line, column), end_line, self.column(end_line, end_column, end=True))
+        return self.located(columns)
 
 
 @dataclass
@@ -140,7 +162,7 @@ class Preprocessor:
             i += consumed
             directive = match.group(1)
             column = line.index("#") + 1
-            span = Span(line_no, column, line_no, len(line.rstrip()) + 1)
+            span = source_map.located(Span(line_no, column, line_no, len(line.rstrip()) + 1))
             if directive in ("if", "ifdef", "ifndef"):
                 taken = active and self._condition(directive, text.strip(), span)
                 stack.append((taken, taken, active, line_no))
@@ -170,10 +192,27 @@ class Preprocessor:
                 self.sink.error(f"#error {text.strip()}", span)
             elif directive == "warning":
                 self.sink.warning(f"#warning {text.strip()}", span)
-            # include, pragma and line belong to the C++ host toolchain: ignored.
+            elif directive == "line":
+                self._line(text, line_no + consumed, span, source_map)
+            # include and pragma belong to the C++ host toolchain: ignored.
         for _, _, _, start in stack:
-            self.sink.error("unterminated '#if': no matching '#endif'", Span(start, 1, start, 2))
+            self.sink.error(
+                "unterminated '#if': no matching '#endif'", source_map.located(Span(start, 1, start, 2))
+            )
         return Preprocessed("\n".join(out), source_map, self.macros)
+
+    def _line(self, text: str, next_line: int, span: Span, source_map: SourceMap) -> None:
+        """`#line N` numbers the next line N; `#line N "file"` also names its file (as in C)."""
+        match = re.fullmatch(r'\s*(\d+)(?:\s+"([^"\\]*)")?\s*', text)
+        if match is None or int(match.group(1)) == 0:
+            self.sink.error(
+                "'#line' takes a line number from 1 and, optionally, a file name: #line 40 \"kernel.co\"",
+                source_map.located(span),
+            )
+            return
+        previous = source_map.directives[-1].file if source_map.directives else None
+        file = match.group(2) if match.group(2) is not None else previous
+        source_map.directives.append(_LineDirective(next_line, int(match.group(1)), file))
 
     def _define(self, text: str, span: Span) -> None:
         match = re.match(r"\s*([A-Za-z_]\w*)(\(([^)]*)\))?\s?(.*)$", text, re.DOTALL)
@@ -229,7 +268,7 @@ class Preprocessor:
                     piece, end = self._expand_invocation(line, pos, end, frozenset(), 0)
                     verbatim = False
                 except _MacroError as error:
-                    self.sink.error(str(error), Span(line_no, pos + 1, line_no, end + 1))
+                    self.sink.error(str(error), source_map.located(Span(line_no, pos + 1, line_no, end + 1)))
             out.append(piece)
             segments.append(_Segment(out_col, out_col + len(piece), pos + 1, end + 1, verbatim))
             out_col += len(piece)

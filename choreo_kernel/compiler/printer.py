@@ -57,11 +57,17 @@ def operation(op: ast.Operation) -> str:
 
 
 def _int(expr: ast.IntLiteral) -> str:
-    return f"{expr.value}u" if expr.unsigned else str(expr.value)
+    return expr.text or (f"{expr.value}u" if expr.unsigned else str(expr.value))
 
 
 def _float(expr: ast.FloatLiteral) -> str:
     return f"{expr.value!r}f" if expr.single else repr(expr.value)
+
+
+def _string(text: str) -> str:
+    """A string as Choreo (and C) writes it: double quotes, escapes for quotes, backslashes and newlines."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
 
 
 def _incdec(expr: ast.IncDec) -> str:
@@ -69,12 +75,30 @@ def _incdec(expr: ast.IncDec) -> str:
     return f"{expr.op}{operand}" if expr.prefix else f"{operand}{expr.op}"
 
 
+def _template_arg(arg: ast.TemplateArg) -> str:
+    return expression(arg.expr) if arg.expr is not None else arg.text or ""
+
+
+def _device_call(expr: ast.DeviceCall) -> str:
+    template = ""
+    if expr.template_args is not None:
+        template = "<" + ", ".join(_template_arg(arg) for arg in expr.template_args) + ">"
+    return f"call {expr.callee}{template}({expressions(expr.args)})"
+
+
+def _arguments(expr: ast.Method) -> str:
+    """A method's arguments, with the strides of a strided view after a colon: `16, 8 : 64, 2`."""
+    if not expr.strides:
+        return expressions(expr.args)
+    return f"{expressions(expr.args)} : {expressions(expr.strides)}"
+
+
 EXPRESSIONS: dict[type[ast.Expr], Callable[[Any], str]] = {
     ast.Name: lambda e: e.id,
     ast.IntLiteral: _int,
     ast.FloatLiteral: _float,
     ast.BoolLiteral: lambda e: "true" if e.value else "false",
-    ast.StringLiteral: lambda e: repr(e.value),
+    ast.StringLiteral: lambda e: _string(e.value),
     ast.Binary: lambda e: f"{expression(e.left)} {e.op} {expression(e.right)}",
     ast.Unary: lambda e: f"{e.op}{expression(e.operand)}",
     ast.IncDec: _incdec,
@@ -82,14 +106,19 @@ EXPRESSIONS: dict[type[ast.Expr], Callable[[Any], str]] = {
     ast.Paren: lambda e: f"({expression(e.inner)})",
     ast.Call: lambda e: f"{expression(e.callee)}({expressions(e.args)})",
     ast.Member: lambda e: f"{expression(e.value)}.{e.name}",
-    ast.Method: lambda e: f"{expression(e.value)}.{e.name}({expressions(e.args)})",
-    ast.Index: lambda e: f"{expression(e.value)}[{expressions(e.indices)}]",
+    ast.Method: lambda e: f"{expression(e.value)}.{e.name}({_arguments(e)})",
+    ast.Index: lambda e: (
+        f"{expression(e.value)} {{{expressions(e.indices)}}}"
+        if e.braced
+        else f"{expression(e.value)}[{expressions(e.indices)}]"
+    ),
     ast.TupleLiteral: lambda e: f"{{{expressions(e.items)}}}",
     ast.ListLiteral: lambda e: f"[{expressions(e.items)}]",
     ast.ElementCount: lambda e: f"|{expression(e.operand)}|",
     ast.TypeSize: lambda e: f"|{e.type_name}|",
     ast.Cast: lambda e: f"({e.type_name}){expression(e.operand)}",
-    ast.AnyDim: lambda e: "?",
+    ast.AnyDim: lambda e: "??" if e.unbounded else "?",
+    ast.DeviceCall: lambda e: _device_call(e),
 }
 
 
@@ -104,7 +133,7 @@ def _variables(variables: ast.BoundVars) -> str:
 
 def _clause(clause: ast.ParallelClause) -> str:
     variables = f"{_variables(clause.variables)} " if clause.variables is not None else ""
-    level = f" : {clause.level}" if clause.level else ""
+    level = f" : {clause.level}{'<cooperative>' * clause.cooperative}" if clause.level else ""
     return f"{variables}by {expression(clause.count)}{level}"
 
 
@@ -117,9 +146,27 @@ def _range(item: ast.RangeItem) -> str:
     return f"{item.name.id}({':'.join(parts)})"
 
 
+def _attribute(attribute: ast.Attribute) -> str:
+    return f"{attribute.name}({expressions(attribute.args)})" if attribute.args else attribute.name
+
+
 def _parallel(stmt: ast.Parallel) -> str:
     clauses = ", ".join(_clause(clause) for clause in stmt.clauses)
-    return f"parallel{'.async' if stmt.is_async else ''} {clauses}"
+    attributes = "".join(f"[[{_attribute(attribute)}]] " for attribute in stmt.attributes)
+    stream = f"<{stmt.stream.id}>" if stmt.stream is not None else ""
+    return f"{attributes}parallel{'.async' if stmt.is_async else ''}{stream} {clauses}"
+
+
+def _hint(stmt: ast.Foreach | ast.ForeachRange) -> str:
+    return f" : {_attribute(stmt.hint)}" if stmt.hint is not None else ""
+
+
+def _print(stmt: ast.Print) -> str:
+    return f"{'println' if stmt.newline else 'print'}{'!' * stmt.compile_time}({expressions(stmt.args)})"
+
+
+def _fence(stmt: ast.Fence) -> str:
+    return f"sync.fence : {stmt.level}{f'<{stmt.storage}>' if stmt.storage else ''}"
 
 
 def _with(stmt: ast.With) -> str:
@@ -162,10 +209,27 @@ def _return(stmt: ast.Return) -> str:
     return "return" + (f" {expression(stmt.value)}" if stmt.value is not None else "")
 
 
+def _asm_operand(operand: ast.AsmOperand) -> str:
+    name = f"[{operand.name}] " if operand.name is not None else ""
+    return f'{name}"{operand.constraint}"({expression(operand.expr)})'
+
+
+def _asm(stmt: ast.Asm) -> str:
+    sections = [
+        ", ".join(map(_asm_operand, stmt.outputs)),
+        ", ".join(map(_asm_operand, stmt.inputs)),
+        ", ".join(f'"{clobber}"' for clobber in stmt.clobbers),
+    ]
+    while sections and not sections[-1]:
+        sections.pop()
+    operands = "".join(f" : {section}" if section else " :" for section in sections)
+    return f'__asm__{" volatile" if stmt.volatile else ""}("{stmt.template}"{operands})'
+
+
 STATEMENTS: dict[type[ast.Stmt], Callable[[Any], str]] = {
     ast.Parallel: _parallel,
-    ast.Foreach: lambda s: f"foreach {_variables(s.variables)} in {expression(s.extent)}",
-    ast.ForeachRange: lambda s: "foreach " + ", ".join(_range(item) for item in s.items),
+    ast.Foreach: lambda s: f"foreach {_variables(s.variables)} in {expression(s.extent)}{_hint(s)}",
+    ast.ForeachRange: lambda s: "foreach " + ", ".join(_range(item) for item in s.items) + _hint(s),
     ast.With: _with,
     ast.If: lambda s: f"if ({expression(s.condition)})",
     ast.While: lambda s: f"while ({expression(s.condition)})",
@@ -187,6 +251,15 @@ STATEMENTS: dict[type[ast.Stmt], Callable[[Any], str]] = {
     ast.Continue: lambda s: "continue",
     ast.Empty: lambda s: "",
     ast.Unsupported: lambda s: s.what,
+    ast.Asm: lambda s: _asm(s),
+    ast.Barrier: lambda s: f"sync.barrier : {s.level}",
+    ast.Fence: _fence,
+    ast.NamedBarrier: lambda s: (
+        f"__bar_{'sync' if s.waits else 'arrive'}({expression(s.barrier)}, {expression(s.count)})"
+    ),
+    ast.Yield: lambda s: "yield",
+    ast.Assert: lambda s: f"assert({expression(s.condition)}, {_string(s.message)})",
+    ast.Print: _print,
 }
 HEADS = frozenset(
     {ast.Parallel, ast.Foreach, ast.ForeachRange, ast.With, ast.If, ast.While, ast.InThreads, ast.Block}

@@ -1,4 +1,4 @@
-"""What a cell is: Choreo (the default), `%%python`, or another IPython magic.
+"""What a cell is: Choreo (the default), `%%python`, `%%cuda` (device functions), or another IPython magic.
 
 The kernel, completion, inspection and `is_complete` all need the same answer, and they
 need positions in the cell exactly as the user sees it, so a header line is masked with
@@ -14,16 +14,17 @@ from choreo_kernel.compiler.preprocess import blank_comments
 
 CHOREO = "choreo"
 PYTHON = "python"
+CUDA = "cuda"  # C++ device functions that later Choreo cells `call`
 IPYTHON = "ipython"  # a line or cell magic of IPython's own (%time, %%bash, %load_ext ...)
 
-_HEADER = re.compile(r"%%(choreo|python)(?![\w-])[ \t]*")
+_HEADER = re.compile(r"%%(choreo|python|cuda)(?![\w-])[ \t]*")
 _OPENERS = {"{": "}", "(": ")", "[": "]"}
 INDENT = "  "
 
 
 @dataclass(frozen=True)
 class Cell:
-    """A cell's text and, when its first line is a `%%choreo`/`%%python` header, where that is."""
+    """A cell's text and, when its first line is a `%%choreo`/`%%python`/`%%cuda` header, where that is."""
 
     text: str
     language: str

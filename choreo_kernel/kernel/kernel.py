@@ -18,7 +18,7 @@ from IPython.core.interactiveshell import ExecutionResult
 from traitlets import List, Type
 
 from choreo_kernel.compiler.version import __version__
-from choreo_kernel.kernel.cells import CHOREO, PYTHON, choreo_is_complete, split_cell
+from choreo_kernel.kernel.cells import CHOREO, CUDA, PYTHON, choreo_is_complete, split_cell
 from choreo_kernel.kernel.completion import complete, complete_options
 from choreo_kernel.kernel.inspection import help_at
 from choreo_kernel.kernel.magics import register_magics
@@ -46,6 +46,8 @@ class ChoreoShell(ZMQInteractiveShell):
             return f"get_ipython().choreo_session.run_cell({raw_cell!r})\n"
         if cell.language == PYTHON:
             return "\n" * cell.header_line + self.transform_cell(cell.body)
+        if cell.language == CUDA:
+            return f"get_ipython().choreo_session.run_cuda_cell({raw_cell!r})\n"
         return self.transform_cell(raw_cell)
 
     def _python_or_error(self, raw_cell: str) -> tuple[str, Any]:
@@ -106,7 +108,8 @@ class ChoreoKernel(IPythonKernel):
     }
     banner = (
         f"Choreo kernel {__version__}: cells are Choreo; start a cell with %%python "
-        "for Python, where compiled functions are callables and `choreo` is the last module."
+        "for Python, where compiled functions are callables and `choreo` is the last module, "
+        "or with %%cuda for C++ device functions that later cells `call`."
     )
     shell_class = Type(ChoreoShell)
     help_links = List(
@@ -171,7 +174,7 @@ class ChoreoKernel(IPythonKernel):
 
     def do_is_complete(self, code: str) -> dict[str, Any]:
         cell = split_cell(code)
-        if cell.language != CHOREO:
+        if cell.language not in (CHOREO, CUDA):  # C++ too is complete once its braces close
             return super().do_is_complete(cell.masked)
         status, indent = choreo_is_complete(cell.masked)
         return {"status": status, "indent": indent} if status == "incomplete" else {"status": status}

@@ -1,4 +1,5 @@
-"""`%load_ext choreo_kernel`: the `%%choreo` cell magic, `%docs` and the tuning magics in any IPython, as in the kernel."""
+"""`%load_ext choreo_kernel`: the `%%choreo` and `%%cuda` cell magics, `%docs` and the tuning magics in any
+IPython, as in the kernel."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ class ChoreoMagics(SessionMagics):
         except (docs.UnknownPage, FileNotFoundError) as error:
             raise UsageError(str(error)) from None
         display({"text/markdown": text, "text/plain": text}, raw=True)
+
+    @cell_magic
+    def cuda(self, line: str, cell: str) -> None:
+        """Define C++ device functions (`__device__ float f(float x) {...}`) that later Choreo cells
+        `call`; they are checked now, on the session's target."""
+        self.session.run_cuda_cell(f"%%cuda {line}".rstrip() + "\n" + cell)
 
 
 def register_magics(shell: InteractiveShell, session: ChoreoSession) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from choreo_kernel.compiler.semantics.levels import MAX_THREADS_PER_BLOCK
 from choreo_kernel.kernel.session import CompiledFunction
 from choreo_kernel.kernel.summary import format_bytes
 from choreo_kernel.kernel.tables import table_bundle
@@ -63,12 +64,12 @@ def kernel_resources(function: CompiledFunction) -> list[KernelResources]:
         if launch.shared_bytes > STATIC_SHARED_LIMIT:  # as the launcher does, or the query says 0 blocks
             kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
         blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            kernel.kernel.ptr, launch.threads, launch.shared_bytes
+            kernel.kernel.ptr, launch.threads or MAX_THREADS_PER_BLOCK, launch.shared_bytes
         )
         found.append(
             KernelResources(
                 launch.kernel,
-                launch.threads,
+                launch.threads or MAX_THREADS_PER_BLOCK,  # a size the arguments give: its bound
                 kernel.num_regs,
                 kernel.shared_size_bytes,
                 launch.shared_bytes,

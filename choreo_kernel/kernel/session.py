@@ -19,6 +19,7 @@ from IPython.core.magic import Magics
 from IPython.display import display
 
 from choreo_kernel import module as choreo_module
+from choreo_kernel.compiler.devicecode import DevicePart, cell_parts, merged
 from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
 from choreo_kernel.compiler.driver import resolve_target
 from choreo_kernel.compiler.preprocess import preprocess
@@ -65,6 +66,7 @@ class ChoreoSession:
         self.module: Module | None = None
         self.last_cell: SweptSource | None = None  # what `%sweep` compiles again, with other defines
         self.function_sources: dict[str, SweptSource] = {}  # what each function was compiled from
+        self.device_code: tuple[DevicePart, ...] = ()  # the device functions of the cells so far
         self._auto_target: str | None = None
         self._sim_notice_shown = False
         shell.set_custom_exc((ChoreoError,), show_choreo_error)
@@ -76,9 +78,14 @@ class ChoreoSession:
         options = parse_options(cell, filename)
         target = self._target(options.target)
         defines = {**self.macros, **options.defines}
-        module = choreo_module.compile(cell.masked, defines, target, filename, host_code=False)
+        module = choreo_module.compile(
+            cell.masked, defines, target, filename, host_code=False, device_code=self.device_code
+        )
         functions = self._remember(module)
-        self.last_cell = SweptSource(cell.masked, defines, target, filename)
+        self.device_code = module.analysis.device_code
+        self.last_cell = SweptSource(
+            cell.masked, defines, target, filename, self.device_code, host_code=False
+        )
         self.function_sources.update(dict.fromkeys(functions, self.last_cell))
         for warning in module.diagnostics:
             print(warning.render(module.source, filename), file=sys.stderr)
@@ -96,6 +103,19 @@ class ChoreoSession:
         for kind, wanted in (("ptx", options.ptx), ("sass", options.sass)):
             if wanted:
                 display(assembly_bundle(module, kind), raw=True)
+
+    def run_cuda_cell(self, text: str) -> None:
+        """Check a `%%cuda` cell's device functions (with those of earlier cells) on this session's
+        target, and keep them for the Choreo cells after it; a later definition of a name replaces
+        the earlier one, so running the cell again redefines nothing twice."""
+        cell = split_cell(text)
+        filename = f"cell[{running_cell_number(self.shell)}]"
+        parts = cell_parts(cell.masked, filename)
+        code = merged(self.device_code, parts)
+        choreo_module.check_device_code(code, self._target("auto"), cell.masked, filename)
+        self.device_code = code
+        names = ", ".join(dict.fromkeys(part.name for part in parts if part.name is not None))
+        print(f"device code for later cells: {names}" if names else "no device functions in this cell")
 
     @property
     def auto_target(self) -> str:

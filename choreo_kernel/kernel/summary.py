@@ -22,6 +22,7 @@ class Kernel:
 
     threads: Dim  # an int, or the text of a size set by the arguments ("N / 4")
     shared_bytes: int | None  # None where the function has no CUDA lowering
+    shared_sized_at_launch: bool = False  # more shared memory, for buffers whose size the arguments set
 
 
 def signature(info: FunctionInfo, source: str) -> str:
@@ -29,23 +30,27 @@ def signature(info: FunctionInfo, source: str) -> str:
     function = info.function
     lines = blank_comments(source).split("\n")
     start, end = function.span, function.body.span
-    if start.line == end.line:
-        text = lines[start.line - 1][start.column - 1 : end.column - 1]
+    first_line, last_line = start.line + start.offset, end.line + end.offset  # where the text is (#line)
+    if first_line == last_line:
+        text = lines[first_line - 1][start.column - 1 : end.column - 1]
     else:
-        first = lines[start.line - 1][start.column - 1 :]
-        text = " ".join([first, *lines[start.line : end.line - 1], lines[end.line - 1][: end.column - 1]])
+        first = lines[first_line - 1][start.column - 1 :]
+        text = " ".join([first, *lines[first_line : last_line - 1], lines[last_line - 1][: end.column - 1]])
     return " ".join(text.split()).removeprefix("__co__").strip()
 
 
 def kernels(info: FunctionInfo, plan: FunctionPlan | None) -> list[Kernel]:
     """The kernels of a function in launch order: the launch model's block size, and the bytes of
     shared memory the CUDA lowering allocates (buffers, events and alignment, as the GPU sees it)."""
-    shared = {id(launch.statement): launch.shared_bytes for launch in plan.launches} if plan else {}
+    by_kernel = {id(launch.statement): launch for launch in plan.launches} if plan else {}
     launches = info.launches
-    return [
-        Kernel(launches.launch(kernel).block_size, shared.get(id(kernel)) if plan else None)
-        for kernel in launches.structure.kernels
-    ]
+    found = []
+    for kernel in launches.structure.kernels:
+        launch = by_kernel.get(id(kernel))
+        shared = launch.shared_bytes if launch is not None else None
+        sized = launch is not None and launch.dynamic_shared is not None
+        found.append(Kernel(launches.launch(kernel).block_size, shared if plan else None, sized))
+    return found
 
 
 def describe(info: FunctionInfo, source: str, plan: FunctionPlan | None) -> str:
@@ -66,6 +71,8 @@ def _kernel_text(kernel: Kernel) -> str:
         shared = f"{format_bytes(kernel.shared_bytes)} shared"
     else:
         shared = "no shared memory"
+    if kernel.shared_sized_at_launch:
+        shared = f"{format_bytes(kernel.shared_bytes or 0)} shared and more set by the arguments"
     return f"{threads}, {shared}"
 
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
-import tempfile
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,14 +35,27 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.values import Symbol
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
-from choreo_kernel.compiler.cuda.plan import FunctionPlan, HostBuffer, HostScalar, KernelParameter, Launch
-from choreo_kernel.compiler.diagnostics import ChoreoError
+from choreo_kernel.compiler.cuda.emit import MAX_SHARED_BYTES
+from choreo_kernel.compiler.cuda.plan import (
+    FunctionPlan,
+    HostBuffer,
+    HostCheck,
+    HostPrint,
+    HostScalar,
+    KernelParameter,
+    Launch,
+)
+from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
+from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
 from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
+from choreo_kernel.compiler.semantics.launch import check_block_threads
 from choreo_kernel.compiler.version import __version__
+from choreo_kernel.runtime.cache import cache_directory, write_atomically
 from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
 
@@ -61,6 +75,7 @@ _STORAGE: dict[str, np.dtype] = {
     "bf16": np.dtype(np.uint16),
     "f8_e4m3": np.dtype(np.uint8),
     "f8_e5m2": np.dtype(np.uint8),
+    **dict.fromkeys(SUB_BYTE_BITS, np.dtype(np.uint8)),
 }
 
 
@@ -89,14 +104,6 @@ def architecture() -> str:
     return f"sm_{capability}a" if capability == "90" else f"sm_{capability}"
 
 
-def cache_directory() -> Path:
-    configured = os.environ.get("CHOREO_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "choreo-kernel"
-
-
 def nvrtc_options(arch: str) -> tuple[str, ...]:
     """NVRTC's options for `arch` (`sm_90a` for a cubin, `compute_90a` for PTX). `-lineinfo` maps each
     instruction to its line of the emitted CUDA, which Nsight Compute and nvdisasm read; it changes no code."""
@@ -110,6 +117,10 @@ def nvrtc_options(arch: str) -> tuple[str, ...]:
 
 
 _loaded: dict[str, Any] = {}  # cache key -> RawModule, for this process
+_NVRTC_MESSAGE = re.compile(
+    r"^[^\n(]+\((?P<line>\d+)\): (?:catastrophic )?error: (?P<text>.*)$", re.MULTILINE
+)
+_LINE_COMMENT = re.compile(r"^\s*// line (\d+): ")
 
 
 def clear_loaded_modules() -> None:
@@ -142,7 +153,7 @@ def _cached_cubin(source: str, cache_dir: Path | None) -> tuple[str, Path]:
     key = hashlib.sha256(json.dumps(key_material).encode()).hexdigest()
     path = (cache_dir or cache_directory()) / f"{key[:40]}.cubin"
     if not path.exists():
-        _write_atomically(path, complete_elf(_nvrtc(nvrtc, source, header, options, nvrtc.getCUBIN)))
+        write_atomically(path, complete_elf(_nvrtc(nvrtc, source, header, options, nvrtc.getCUBIN)))
     return key, path
 
 
@@ -155,6 +166,16 @@ def nvrtc_ptx(source: str, arch: str) -> str:
     return ptx.decode() if isinstance(ptx, bytes) else str(ptx)
 
 
+class NvrtcFailure(ChoreoError):
+    """NVRTC refused a translation unit; `log` is what it said."""
+
+    def __init__(self, log: str) -> None:
+        super().__init__([])
+        self.log = log
+        self.message = f"NVRTC could not compile the emitted CUDA (a bug in choreo-kernel's lowering):\n{log}"
+        self.args = (self.message,)
+
+
 def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str], result: Callable[[Any], Any]) -> Any:
     """`result(program)` (its cubin or its PTX) after compiling `source` with NVRTC."""
     program = nvrtc.createProgram(source, UNIT, [header.encode()], [HEADER.encode()])
@@ -162,10 +183,7 @@ def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str], result:
         try:
             nvrtc.compileProgram(program, list(options))
         except nvrtc.NVRTCError:
-            log = nvrtc.getProgramLog(program)
-            raise ChoreoError.simple(
-                f"NVRTC could not compile the emitted CUDA (a bug in choreo-kernel's lowering):\n{log}"
-            ) from None
+            raise NvrtcFailure(nvrtc.getProgramLog(program)) from None
         return result(program)
     finally:
         nvrtc.destroyProgram(program)
@@ -190,12 +208,66 @@ def complete_elf(data: bytes) -> bytes:
     return data + bytes(missing) if 0 < missing <= 8 else data
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as handle:
-        handle.write(data)
-        temporary = handle.name
-    os.replace(temporary, path)
+def check_device_code(parts: Sequence[DevicePart], source: str, filename: str) -> None:
+    """Compile device code alone (a `%%cuda` cell) with NVRTC; its errors at the lines they are about."""
+    lines = [f'#include "{HEADER}"']
+    if any("__co_device__" in part.text for part in parts):
+        lines.append("#define __co_device__ __device__")
+    device_lines, line_map = render(parts, len(lines) + 1)
+    unit = "\n".join([*lines, *device_lines]) + "\n"
+    try:
+        compile_module(unit)
+    except NvrtcFailure as failure:
+        raise user_errors(failure, unit, line_map, source, filename) from None
+
+
+def user_errors(failure: NvrtcFailure, unit: str, lines: LineMap, source: str, filename: str) -> ChoreoError:
+    """NVRTC's errors about the user's code, at the user's lines: in device code, at the line it came
+    from; in a kernel, at the Choreo statement whose `// line N:` comment precedes it when that
+    statement calls a device function. Anything else is the lowering's own fault: `failure` itself."""
+    unit_lines = unit.split("\n")
+    diagnostics = []
+    for match in _NVRTC_MESSAGE.finditer(failure.log):
+        line, text = int(match.group("line")), match.group("text")
+        found = lines.locate(line)
+        if found is not None:
+            part, origin_line = found
+            if part.origin == filename:
+                diagnostics.append(
+                    Diagnostic(ERROR, f"NVRTC rejects this device code: {text}", _line_span(origin_line))
+                )
+            else:
+                message = (
+                    f"the device code of {part.origin} does not compile: {part.origin}:{origin_line}: {text}"
+                )
+                diagnostics.append(Diagnostic(ERROR, message, _line_span(1)))
+            continue
+        statement = _statement_line(unit_lines, line)
+        if statement is not None and "call " in unit_lines[statement[1] - 1]:
+            message = f"NVRTC rejects the device function call on this line: {text}"
+            diagnostics.append(Diagnostic(ERROR, message, _call_span(source, statement[0])))
+    return ChoreoError(diagnostics, source, filename) if diagnostics else failure
+
+
+def _statement_line(unit_lines: list[str], line: int) -> tuple[int, int] | None:
+    """The Choreo line that the lowered statement around unit line `line` implements, and the unit line
+    of its comment."""
+    for number in range(min(line, len(unit_lines)), 0, -1):
+        marker = _LINE_COMMENT.match(unit_lines[number - 1])
+        if marker is not None:
+            return int(marker.group(1)), number
+    return None
+
+
+def _line_span(line: int) -> Span:
+    return Span(line, 1, line, 2)
+
+
+def _call_span(source: str, line: int) -> Span:
+    """The `call` on source line `line` (the line's start if the source is not at hand)."""
+    lines = source.splitlines()
+    column = lines[line - 1].find("call ") + 1 if 0 < line <= len(lines) else 0
+    return Span(line, column, line, column + 4) if column > 0 else _line_span(line)
 
 
 # ---------------------------------------------------------------------------- running
@@ -204,10 +276,16 @@ def _write_atomically(path: Path, data: bytes) -> None:
 class CudaBackend:
     """The functions of one compiled source, on the current CUDA device."""
 
-    def __init__(self, analysis: Analysis, lowered: LoweredProgram) -> None:
+    def __init__(self, analysis: Analysis, lowered: LoweredProgram, source: str = "") -> None:
         self.analysis = analysis
+        self.source = source  # for the source lines of run-time errors, when the caller has it
         self.plans = lowered.plans
-        self.module = compile_module(lowered.source)
+        try:
+            self.module = compile_module(lowered.source)
+        except NvrtcFailure as failure:
+            raise user_errors(
+                failure, lowered.source, lowered.device_lines, source, analysis.filename
+            ) from None
         self.cupy = _cupy()
         self.status_memory = self.cupy.cuda.alloc_pinned_memory(8)  # choreo::Status, written by the GPU
         self.status_pointer = np.uint64(self.status_memory.ptr)
@@ -215,16 +293,23 @@ class CudaBackend:
         self.status[:] = 0
         self.tensor_maps: dict[tuple[Any, ...], np.ndarray] = {}
         self.kernels: dict[str, Any] = {}
+        self.shared_limits: dict[str, int] = {}  # kernel -> the dynamic shared memory it may have now
+        self.grid_barrier = self.cupy.zeros(
+            2, dtype=np.uint32
+        )  # the counters of cooperative launches' grid syncs
         self.functions: dict[str, CudaFunction] = {}
 
-    def kernel(self, launch: Launch) -> Any:
-        """The loaded kernel of a launch, its dynamic shared-memory limit raised once where it needs more."""
+    def kernel(self, launch: Launch, shared_bytes: int) -> Any:
+        """The loaded kernel of a launch, its dynamic shared-memory limit raised where it needs more than
+        the default (once, or again for a larger launch where the arguments size the shared memory)."""
         kernel = self.kernels.get(launch.kernel)
         if kernel is None:
             kernel = self.module.get_function(launch.kernel)
-            if launch.shared_bytes > STATIC_SHARED_LIMIT:
-                kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
             self.kernels[launch.kernel] = kernel
+            self.shared_limits[launch.kernel] = STATIC_SHARED_LIMIT
+        if shared_bytes > self.shared_limits[launch.kernel]:
+            kernel.max_dynamic_shared_size_bytes = shared_bytes
+            self.shared_limits[launch.kernel] = shared_bytes
         return kernel
 
     def tensor_map(self, array: Any, parameter: KernelParameter) -> np.ndarray:
@@ -283,19 +368,31 @@ class CudaFunction:
                     host_arrays[symbol] = value
         for symbol in self.plan.dimensions:
             values[symbol] = bound.dims[symbol.name]
-        waits = False
+        waits = unsynchronized = False
+        streams = LaunchStreams(cupy)
         for step in self.plan.steps:
             if isinstance(step, HostBuffer):
                 values[step.symbol] = self._allocate(cupy, step, values)
             elif isinstance(step, HostScalar):
                 values[step.symbol] = self._evaluate(step.value, values)
+            elif isinstance(step, HostPrint):
+                if unsynchronized:  # what the kernels before it print comes first
+                    self._synchronize(cupy)
+                    unsynchronized = False
+                host_print(step, lambda expr: self._evaluate(expr, values))
+            elif isinstance(step, HostCheck):
+                if not self._evaluate(step.statement.condition, values):
+                    raise self._assertion(step.statement)
             else:
-                self._launch(step, values)
+                self._launch(step, values, streams.before(step, values))
+                streams.after(step)
                 waits = waits or not step.is_async
+                unsynchronized = unsynchronized or not step.is_async
+        streams.join()
         if waits or any(s in host_arrays for s in self.written):
             self._synchronize(cupy)
         for symbol in self.written:
-            if symbol in host_arrays and _is_global(symbol):
+            if symbol in host_arrays and _writes_back(symbol):
                 np.copyto(host_arrays[symbol], _to_host(values[symbol], host_arrays[symbol].dtype))
         return self._result(values)
 
@@ -329,7 +426,7 @@ class CudaFunction:
         fill = np.asarray(self._evaluate(step.fill, values), dtype=numpy_dtype(step.element)).view(dtype)
         return cupy.full(dims, fill, dtype=dtype)
 
-    def _launch(self, launch: Launch, values: dict[Symbol, Any]) -> None:
+    def _launch(self, launch: Launch, values: dict[Symbol, Any], stream: Any) -> None:
         grid = [int(self._evaluate(count, values)) for count in launch.grid]
         if any(size <= 0 for size in grid):
             if any(size < 0 for size in grid):
@@ -344,16 +441,82 @@ class CudaFunction:
                     f"{self.name}(): {size} blocks on grid axis {axis} (line {launch.statement.span.line}); "
                     f"CUDA allows at most {limit}"
                 )
+        threads = launch.threads or self._block_threads(launch, values)
         arguments = [self._argument(parameter, values) for parameter in launch.parameters]
+        shared_bytes = self._shared_bytes(launch, arguments)
+        if launch.prints:
+            sys.stdout.flush()  # Python's output so far comes before the kernel's
         try:
-            kernel = self.backend.kernel(launch)
-            kernel(tuple(grid), (launch.threads,), arguments, shared_mem=launch.shared_bytes)
+            kernel = self.backend.kernel(launch, shared_bytes)
+            if launch.cooperative:
+                self._launch_cooperatively(kernel, launch, (grid, threads, arguments, shared_bytes), stream)
+            else:
+                kernel(tuple(grid), (threads,), arguments, shared_mem=shared_bytes, stream=stream)
+        except ChoreoError:
+            raise
         except Exception as error:
             raise self._cuda_error(error, launch) from None
+
+    def _launch_cooperatively(
+        self, kernel: Any, launch: Launch, configuration: tuple[list[int], int, list[Any], int], stream: Any
+    ) -> None:
+        """cuLaunchCooperativeKernel, whose blocks are all resident at once, so that they can meet at a grid
+        barrier; refused (CuPy would shrink a 1-D grid) where more blocks than fit are asked for."""
+        grid, threads, arguments, shared_bytes = configuration
+        cupy = self.backend.cupy
+        per_multiprocessor = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            kernel.kernel.ptr, threads, shared_bytes
+        )
+        resident = per_multiprocessor * cupy.cuda.Device().attributes["MultiProcessorCount"]
+        blocks = grid[0] * grid[1] * grid[2]
+        if blocks > resident:
+            raise ChoreoError.simple(
+                f"{self.name}(): the cooperative parallel of line {launch.statement.span.line} has {blocks} blocks, "
+                f"but this GPU runs at most {resident} of them at once, and a cooperative launch needs them all "
+                "resident: use fewer blocks"
+            )
+        self.backend.grid_barrier.fill(0)
+        kernel.kernel(tuple(grid), (threads, 1, 1), arguments, shared_bytes, stream, True)
+
+    def _shared_bytes(self, launch: Launch, arguments: list[Any]) -> int:
+        """The launch's shared memory: what the compiler fixed, and the buffers sized by the arguments."""
+        if launch.dynamic_shared is None:
+            return launch.shared_bytes
+        scalars = {
+            parameter.name: int(argument)
+            for parameter, argument in zip(launch.parameters, arguments)
+            if parameter.kind in ("scalar", "dim", "extent")
+        }
+        try:
+            total = launch.shared_bytes_for(scalars)
+        except ArithmeticError as error:
+            raise ChoreoError.simple(
+                f"{self.name}(): cannot size the shared memory of the parallel at line "
+                f"{launch.statement.span.line} from these arguments ({error})"
+            ) from None
+        if total > MAX_SHARED_BYTES:
+            raise ChoreoError.simple(
+                f"{self.name}(): with these arguments the parallel at line {launch.statement.span.line} needs "
+                f"{total} bytes of shared memory per block ({total - launch.shared_bytes} of them for buffers "
+                f"sized by the arguments); a block on sm_90a has at most {MAX_SHARED_BYTES} (227 KiB)"
+            )
+        return total
+
+    def _block_threads(self, launch: Launch, values: dict[Symbol, Any]) -> int:
+        """A block size the arguments give: the product of its factors, within the hardware's limit."""
+        threads = 1
+        for factor in launch.thread_factors:
+            threads *= factor if isinstance(factor, int) else int(self._evaluate(factor, values))
+        problem = check_block_threads(threads, launch.statement)
+        if problem is not None:
+            raise ChoreoError.simple(f"{self.name}(): {problem}")
+        return threads
 
     def _argument(self, parameter: KernelParameter, values: dict[Symbol, Any]) -> Any:
         if parameter.kind == "status":
             return self.backend.status_pointer
+        if parameter.kind == "grid_barrier":
+            return self.backend.grid_barrier
         assert parameter.symbol is not None
         value = values[parameter.symbol]
         if parameter.kind == "array":
@@ -381,6 +544,8 @@ class CudaFunction:
                     time.sleep(delay)
                     delay = min(2 * delay, 1e-3)
             stream.synchronize()
+            if any(launch.prints for launch in self.plan.launches):
+                flush_device_output()
         except ChoreoError:
             raise
         except Exception as error:
@@ -410,12 +575,18 @@ class CudaFunction:
         status[:] = 0
         sites = self.plan.wait_sites
         site = sites[site_index] if site_index < len(sites) else None
-        where = f" at line {site.line} ({site.text})" if site else ""
-        event = f"event '{site.event}'" if site else "an event"
-        return ChoreoError.simple(
-            f"{self.name}(): a wait on {event}{where} gave up after {WAIT_TIMEOUT_S:g} s: the event's generation "
-            "never completed (a deadlock: check that every thread that should trigger it does)"
+        return site_failure(
+            self.name, site, WAIT_TIMEOUT_S, self.backend.source, self.backend.analysis.filename
         )
+
+    def _assertion(self, stmt: ast.Assert) -> ChoreoError:
+        """A host-level `assert` whose condition is false for this call's arguments."""
+        message = f"run-time error in '{self.name}': assertion failed: {stmt.message}"
+        if self.backend.source:
+            return ChoreoError(
+                [Diagnostic(ERROR, message, stmt.span)], self.backend.source, self.backend.analysis.filename
+            )
+        return ChoreoError.simple(f"{self.name}(): assertion failed at line {stmt.span.line}: {stmt.message}")
 
     def _cuda_error(self, error: Exception, launch: Launch | None) -> ChoreoError:
         if isinstance(error, ChoreoError):
@@ -447,6 +618,51 @@ class CudaFunction:
             if symbol in values:
                 return values[symbol]
         return self._evaluate(result, values)
+
+
+class LaunchStreams:
+    """The streams of one call's launches, ordered as the program is: a launch on a `parallel<s>` stream
+    starts after everything before it on the current stream (the arguments' copies, earlier launches), a
+    non-async launch is waited for by whatever follows it, and at the end the current stream waits for
+    every stream used, so the returned arrays are ordered on it. Async launches on different streams
+    may overlap, as `parallel.async` says; the sim runs them in order, which is one of the orders they
+    may take."""
+
+    def __init__(self, cupy: Any) -> None:
+        self.cupy = cupy
+        self.current = cupy.cuda.get_current_stream()
+        self.last = self.current
+        self.used: list[Any] = []
+
+    def before(self, launch: Launch, values: dict[Symbol, Any]) -> Any:
+        """The stream `launch` goes on, made to wait for the work before it."""
+        stream = self.current
+        if launch.stream is not None:
+            stream = _cuda_stream(self.cupy, values.get(launch.stream))
+        if stream.ptr != self.current.ptr:
+            stream.wait_event(self.current.record())
+            self.used.append(stream)
+        self.last = stream
+        return stream
+
+    def after(self, launch: Launch) -> None:
+        """A non-async launch on another stream: what follows (on the current stream) waits for it."""
+        if not launch.is_async and self.last.ptr != self.current.ptr:
+            self.current.wait_event(self.last.record())
+
+    def join(self) -> None:
+        for stream in self.used:
+            self.current.wait_event(stream.record())
+
+
+def _cuda_stream(cupy: Any, value: Any) -> Any:
+    """A `stream` argument as a CuPy stream: the current one for None, a CuPy stream as it is, a raw handle
+    wrapped."""
+    if value is None:
+        return cupy.cuda.get_current_stream()
+    if isinstance(value, int):
+        return cupy.cuda.ExternalStream(value)
+    return value
 
 
 # ---------------------------------------------------------------------------- marshalling
@@ -481,17 +697,17 @@ def _device_array(cupy: Any, value: Any, param: ast.Param, function: str) -> Any
     if isinstance(value, cupy.ndarray):
         if value.flags.c_contiguous:
             return value.view(dtype)
-        if param.is_global:
+        if param.writes_back:
             raise ChoreoError.simple(
-                f"{function}(): parameter '{param.name}' is global and written in place, so it must be a "
-                "C-contiguous array (use cupy.ascontiguousarray)"
+                f"{function}(): parameter '{param.name}' is written in place (global or passed by reference), "
+                "so it must be a C-contiguous array (use cupy.ascontiguousarray)"
             )
         return cupy.ascontiguousarray(value).view(dtype)
     return cupy.asarray(np.ascontiguousarray(value).view(dtype))
 
 
-def _is_global(symbol: Symbol) -> bool:
-    return isinstance(symbol.declaration, ast.Param) and symbol.declaration.is_global
+def _writes_back(symbol: Symbol) -> bool:
+    return isinstance(symbol.declaration, ast.Param) and symbol.declaration.writes_back
 
 
 def _to_host(array: Any, dtype: np.dtype) -> np.ndarray:

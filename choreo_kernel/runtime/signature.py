@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import INT_TYPES, fold
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.printer import expression, expressions
-from choreo_kernel.runtime.dtypes import element_type_of
+from choreo_kernel.runtime.dtypes import RANGES, accepts
 
 _DIM_OPS = ("+", "-", "*", "/", "%")
 
@@ -54,6 +56,13 @@ def _describe(param: ast.Param) -> str:
 
 def _check_scalar(function: ast.Function, param: ast.Param, value: Any) -> None:
     kind = param.type.name
+    if param.is_stream:
+        if not is_stream(value):
+            raise ChoreoError.simple(
+                f"{function.name}(): parameter '{param.name}' is a stream: pass a CuPy stream "
+                f"(cupy.cuda.Stream()), its integer handle, or None for the current stream; got {type(value).__name__}"
+            )
+        return
     if kind == "bool":
         ok = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
     elif kind in INT_TYPES:
@@ -64,6 +73,16 @@ def _check_scalar(function: ast.Function, param: ast.Param, value: Any) -> None:
         raise ChoreoError.simple(
             f"{function.name}(): parameter '{param.name}' is a {kind} scalar, got {type(value).__name__}"
         )
+
+
+def is_stream(value: Any) -> bool:
+    """What a `stream` parameter takes: a CuPy stream (anything with the `ptr` of a cudaStream_t), a raw
+    handle, or None (the current stream). The sim runs in order, so it ignores streams."""
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or isinstance(getattr(value, "ptr", None), int)
 
 
 def _is_integer_scalar(value: Any) -> bool:
@@ -86,9 +105,16 @@ def _check_array(function: ast.Function, param: ast.Param, value: Any, dims: dic
         raise ChoreoError.simple(
             f"{where} has rank {len(expected_dims)} ({_describe(param)}), got an array of rank {len(shape)}"
         )
-    element = element_type_of(dtype)
-    if element != param.type.name and not (param.type.name == "tf32" and element == "f32"):
+    if not accepts(param.type.name, dtype):
         raise ChoreoError.simple(f"{where} has element type {param.type.name}, got {dtype}")
+    if param.type.name in RANGES:  # held in a wider dtype: its values must be the type's
+        low, high = RANGES[param.type.name]
+        values = np.asarray(value.get() if hasattr(value, "get") else value)
+        if values.size and (values.min() < low or values.max() > high):
+            raise ChoreoError.simple(
+                f"{where} has element type {param.type.name}, whose values are {low} to {high}; the array "
+                f"holds {values.min()} to {values.max()}"
+            )
     for axis, (dim, size) in enumerate(zip(expected_dims, shape)):
         if isinstance(dim, ast.AnyDim):
             continue

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS
 from choreo_kernel.compiler.diagnostics import ChoreoError
 
 TENSOR_MAP_BYTES = 128
@@ -33,6 +34,7 @@ _DATA_TYPES = {
     "s8": "UINT8",
     "f8_e4m3": "UINT8",
     "f8_e5m2": "UINT8",
+    **dict.fromkeys(SUB_BYTE_BITS, "UINT8"),  # one per byte
 }
 
 

@@ -147,7 +147,7 @@ def _quiet(done: int, total: int, text: str) -> None:
 
 def _choices_file(cache_dir: Path | None, swept: SweptSource, function: str, grid: Grid) -> Path:
     """Where the choices for this program, grid and device live: one small JSON file in the cache."""
-    from choreo_kernel.runtime.cuda import cache_directory
+    from choreo_kernel.runtime.cache import cache_directory
 
     device = current_device(swept.target == "cuda").name
     material = json.dumps(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from choreo_kernel import module as choreo_module
+from choreo_kernel.compiler.devicecode import DevicePart
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.tuning.timing import Timing, Work, current_device, measure
 
@@ -37,9 +38,18 @@ class SweptSource:
     defines: dict[str, object]
     target: str
     filename: str
+    device_code: tuple[DevicePart, ...] = ()  # the device functions of the notebook's earlier cells
+    host_code: bool = True  # a file's text outside functions is host code; a cell's is an error
 
     def compile(self, defines: Mapping[str, object]) -> choreo_module.Module:
-        return choreo_module.compile(self.source, {**self.defines, **defines}, self.target, self.filename)
+        return choreo_module.compile(
+            self.source,
+            {**self.defines, **defines},
+            self.target,
+            self.filename,
+            host_code=self.host_code,
+            device_code=self.device_code,
+        )
 
 
 @dataclass

@@ -34,7 +34,11 @@ export type TokenKind = (typeof TOKEN_KINDS)[number];
 const KEYWORDS = new Set([
   '__co__',
   '__to',
+  '__asm__',
+  'asm',
+  'volatile',
   'after',
+  'assert',
   'break',
   'by',
   'call',
@@ -48,7 +52,8 @@ const KEYWORDS = new Set([
   'wait',
   'where',
   'while',
-  'with'
+  'with',
+  'yield'
 ]);
 const STORAGE = new Set(['global', 'shared', 'local', 'frag', 'mutable']);
 const TYPES = new Set([
@@ -60,6 +65,9 @@ const TYPES = new Set([
   'f8_e4m3',
   'f8_e5m2',
   'f8',
+  'f6_e3m2',
+  'f6_e2m3',
+  'f4_e2m1',
   's64',
   'u64',
   's32',
@@ -68,9 +76,20 @@ const TYPES = new Set([
   'u16',
   's8',
   'u8',
+  'u6',
+  's6',
+  'u4',
+  's4',
+  'u2',
+  's2',
+  'u1',
+  'bin1',
   'bool',
   'int',
   'float',
+  'double',
+  'half',
+  'bfp16',
   'void',
   'auto',
   'event',

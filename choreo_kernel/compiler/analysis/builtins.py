@@ -1,5 +1,42 @@
 """The names the language defines: built-in functions of expressions and of futures."""
 
-MATH_BUILTINS = ("__exp", "__log", "__sqrt", "__rsqrt", "__max", "__min", "__abs", "__tanh")
+from __future__ import annotations
+
+import re
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.semantics.math import MATH_FUNCTIONS
+
+MATH_BUILTINS = tuple(MATH_FUNCTIONS)
 FUTURE_BUILTINS = ("swap", "rotate")
-BUILTINS = ("cdiv", *MATH_BUILTINS, *FUTURE_BUILTINS)
+# Atomic read-modify-write of one element of shared or global data; each returns the old value.
+# The element types are those CUDA has the operation for on sm_90 (atomicAdd ... atomicCAS), and a
+# 64-bit signed add, which is the unsigned one on the same bits.
+ATOMIC_TYPES: dict[str, tuple[str, ...]] = {
+    "__atomic_add": ("s32", "u32", "s64", "u64", "f32", "f64", "f16"),
+    "__atomic_sub": ("s32", "u32"),
+    "__atomic_exch": ("s32", "u32", "u64", "f32"),
+    "__atomic_min": ("s32", "u32", "s64", "u64"),
+    "__atomic_max": ("s32", "u32", "s64", "u64"),
+    "__atomic_and": ("s32", "u32", "s64", "u64"),
+    "__atomic_or": ("s32", "u32", "s64", "u64"),
+    "__atomic_xor": ("s32", "u32", "s64", "u64"),
+    "__atomic_cas": ("s32", "u32", "u64", "u16"),
+}
+ATOMIC_BUILTINS = tuple(ATOMIC_TYPES)
+NAMED_OPERAND = re.compile(r"(?<!%)%\[([A-Za-z_]\w*)\]")  # `%[dst]` in an inline assembly template
+BUILTINS = ("cdiv", "select", *MATH_BUILTINS, *FUTURE_BUILTINS, *ATOMIC_BUILTINS)
+
+
+def atomic_arity(name: str) -> int:
+    """Arguments of an atomic: the element and its operand; a compare-and-swap also compares."""
+    return 3 if name == "__atomic_cas" else 2
+
+
+def is_atomic(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.callee, ast.Name) and expr.callee.id in ATOMIC_TYPES
+
+
+def is_device_effect(expr: ast.Expr) -> bool:
+    """A device function call or an atomic: an expression run for what it does, not only its value."""
+    return isinstance(expr, ast.DeviceCall) or is_atomic(expr)

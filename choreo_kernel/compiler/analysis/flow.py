@@ -32,6 +32,7 @@ Held = TypeVar("Held")
 
 LEAVES: frozenset[type[ast.Stmt]] = frozenset(
     {
+        ast.Asm,
         ast.Assign,
         ast.Break,
         ast.BufferDecl,
@@ -48,6 +49,12 @@ LEAVES: frozenset[type[ast.Stmt]] = frozenset(
         ast.TupleDecl,
         ast.Unsupported,
         ast.Wait,
+        ast.Barrier,
+        ast.Fence,
+        ast.NamedBarrier,
+        ast.Yield,
+        ast.Assert,
+        ast.Print,
     }
 )
 MAX_LOOP_TRIPS = 8  # trips through a loop body before its entry state is taken as settled

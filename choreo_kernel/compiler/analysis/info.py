@@ -8,10 +8,21 @@ from functools import cached_property
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.scope import Context
-from choreo_kernel.compiler.analysis.values import Dim, Event, Future, FutureInfo, Symbol, Value
+from choreo_kernel.compiler.analysis.values import (
+    DeviceCallInfo,
+    Dim,
+    Event,
+    Future,
+    FutureInfo,
+    Symbol,
+    Transfer,
+    Value,
+)
+from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.semantics.arrivals import EventArrivals
 from choreo_kernel.compiler.semantics.launch import FunctionLaunches
 from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.printing import Piece
 
 
 @dataclass
@@ -30,9 +41,21 @@ class FunctionInfo:
     allocates: dict[int, Storage] = field(
         default_factory=dict
     )  # id(Operation) -> where `=> shared`/`=> local` allocates
+    transfers: dict[int, Transfer] = field(
+        default_factory=dict
+    )  # id(Operation) -> a dma that pads or permutes
     events: list[Symbol] = field(default_factory=list)
+    device_calls: dict[int, DeviceCallInfo] = field(default_factory=dict)  # id(ast.DeviceCall) -> it
+    # id(BoundVars) of a lone name bound to a bounded ituple of anonymous elements (`with index in [4, 8]`,
+    # `foreach i in a.span`): its elements have no names of their own
+    anonymous_tuples: set[int] = field(default_factory=set)
+    checked_selects: set[int] = field(
+        default_factory=set
+    )  # id(Call) of a select whose factor is checked when it runs
     launches: FunctionLaunches = field(init=False)  # who runs what (semantics/launch.py)
     arrivals: dict[Symbol, EventArrivals] = field(default_factory=dict)  # of the events of static launches
+    printed: list[tuple[Span, str]] = field(default_factory=list)  # what `print!` shows at compile time
+    print_formats: dict[int, tuple[Piece, ...]] = field(default_factory=dict)  # id(Print) -> its format
 
     def declared(self, declaration: object, name: str) -> Symbol | None:
         """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""

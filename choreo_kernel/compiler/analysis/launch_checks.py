@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.diagnostics import DiagnosticSink
+from choreo_kernel.compiler.semantics.evaluate import constant
 from choreo_kernel.compiler.semantics.launch import FunctionLaunches, KernelLaunch, inner_parallels
 from choreo_kernel.compiler.semantics.levels import MAX_THREADS_PER_BLOCK, Level
 
@@ -22,9 +23,12 @@ def check_launches(launches: FunctionLaunches, badly_nested: set[int], sink: Dia
             continue
         launch = launches.launch(kernel)
         _check_block_size(launch, sink)
+        _check_launch_bounds(launch, sink)
         for stmt in ast.walk_statements(kernel):
             if isinstance(stmt, ast.Parallel):
                 _check_units(launch, stmt, sink)
+            elif isinstance(stmt, ast.NamedBarrier):
+                _check_named_barrier(launch, stmt, sink)
 
 
 def _check_block_size(launch: KernelLaunch, sink: DiagnosticSink) -> None:
@@ -66,3 +70,33 @@ def _check_units(launch: KernelLaunch, stmt: ast.Parallel, sink: DiagnosticSink)
                 f"a '{level}' level has {level.unit} threads per unit, but the levels inside it make {inside}",
                 stmt.clauses[index].span,
             )
+
+
+def _check_launch_bounds(launch: KernelLaunch, sink: DiagnosticSink) -> None:
+    """`[[launch_bounds(T, ...)]]` promises CUDA that a block has at most T threads: at least the kernel's."""
+    for attribute in launch.kernel.attributes:
+        if attribute.name != "launch_bounds" or not attribute.args:
+            continue
+        most = constant(attribute.args[0])
+        if most is None or not launch.is_static:
+            continue
+        if most < launch.threads:
+            sink.error(
+                f"[[launch_bounds]] maxThreadsPerBlock ({most}) is less than the computed thread count "
+                f"({launch.threads}) of this kernel: write at least {launch.threads}, or '_' for exactly that",
+                attribute.args[0].span,
+            )
+        elif most > MAX_THREADS_PER_BLOCK:
+            sink.error(
+                f"[[launch_bounds]] maxThreadsPerBlock ({most}): a block has at most {MAX_THREADS_PER_BLOCK} threads",
+                attribute.args[0].span,
+            )
+
+
+def _check_named_barrier(launch: KernelLaunch, stmt: ast.NamedBarrier, sink: DiagnosticSink) -> None:
+    count = constant(stmt.count)
+    if count is not None and launch.is_static and count > launch.threads:
+        sink.error(
+            f"this named barrier counts {count} threads, but the block has {launch.threads}: it would never complete",
+            stmt.count.span,
+        )

@@ -66,6 +66,11 @@ class Context:
         return any(scope.level.rank > Level.BLOCK.rank for scope in self.levels)
 
     @property
+    def cooperative(self) -> bool:
+        """Inside a kernel launched cooperatively: its outermost level is `block<cooperative>`."""
+        return bool(self.levels) and self.levels[0].level == Level.BLOCK and self.levels[0].clause.cooperative
+
+    @property
     def in_block(self) -> bool:
         """Inside some block: a parallel without a block level runs in one implicit block (12.9)."""
         return bool(self.levels)

@@ -19,8 +19,40 @@ if TYPE_CHECKING:
 
 Dim = int | str
 
-FLOAT_TYPES = ("f64", "f32", "tf32", "f16", "bf16", "f8_e4m3", "f8_e5m2")
-INT_TYPES = ("s64", "u64", "s32", "u32", "s16", "u16", "s8", "u8")
+FLOAT_TYPES = ("f64", "f32", "tf32", "f16", "bf16", "f8_e4m3", "f8_e5m2", "f6_e3m2", "f6_e2m3", "f4_e2m1")
+INT_TYPES = (
+    "s64",
+    "u64",
+    "s32",
+    "u32",
+    "s16",
+    "u16",
+    "s8",
+    "u8",
+    "s6",
+    "u6",
+    "s4",
+    "u4",
+    "s2",
+    "u2",
+    "u1",
+    "bin1",
+)
+# The types narrower than a byte, and their bits; each is stored in a byte of its own (as NumPy holds them).
+SUB_BYTE_BITS = {
+    "f6_e3m2": 6,
+    "f6_e2m3": 6,
+    "f4_e2m1": 4,
+    "u6": 6,
+    "s6": 6,
+    "u4": 4,
+    "s4": 4,
+    "u2": 2,
+    "s2": 2,
+    "u1": 1,
+    "bin1": 1,
+}
+NARROW_FLOAT_TYPES = ("f16", "bf16", "f8_e4m3", "f8_e5m2")  # stored as their bits, computed in f32
 ELEMENT_BYTES = {
     "f64": 8,
     "f32": 4,
@@ -38,6 +70,7 @@ ELEMENT_BYTES = {
     "s8": 1,
     "u8": 1,
     "bool": 1,
+    **dict.fromkeys(SUB_BYTE_BITS, 1),
 }
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
@@ -85,6 +118,16 @@ def product(dims: tuple[Dim, ...]) -> Dim:
 
 def shape_text(dims: tuple[Dim, ...]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def compact_strides(dims: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """Row-major element strides of a buffer with these extents."""
+    strides: list[Dim] = []
+    stride: Dim = 1
+    for dim in reversed(dims):
+        strides.append(stride)
+        stride = fold("*", stride, dim)
+    return tuple(reversed(strides))
 
 
 # ------------------------------------------------------------------- values
@@ -136,15 +179,44 @@ class ITuple(Value):
 
 @dataclass(frozen=True)
 class Data(Value):
-    """Spanned data: a buffer or a view of one.  `root` is the buffer's symbol name."""
+    """Spanned data: a buffer or a view of one.  `root` is the buffer's symbol name.
+
+    `strides` are the element strides of a view (None: the row-major strides of `dims`, as
+    for a whole buffer and for what `span_as` makes)."""
 
     elem: str
     dims: tuple[Dim, ...]
     storage: Storage
     root: str
+    strides: tuple[Dim, ...] | None = None
 
     def describe(self) -> str:
         return f"{self.elem} {shape_text(self.dims)}"
+
+    @property
+    def layout(self) -> tuple[Dim, ...]:
+        """The element strides, whether written or implied."""
+        return self.strides if self.strides is not None else compact_strides(self.dims)
+
+    def viewed(self, dims: tuple[Dim, ...], strides: tuple[Dim, ...] | None) -> Data:
+        """A view of the same buffer with these extents and strides."""
+        return Data(self.elem, dims, self.storage, self.root, strides)
+
+    def contiguous(self) -> bool | None:
+        """Whether the elements are stored one after another in row-major order (dimensions of extent 1
+        do not count); None where symbolic extents leave it open."""
+        if self.strides is None:
+            return True
+        expected: Dim = 1
+        for dim, stride in reversed(list(zip(self.dims, self.strides))):
+            if dim == 1:
+                continue
+            if stride != expected:
+                if isinstance(stride, int) and isinstance(expected, int):
+                    return False
+                return None
+            expected = fold("*", expected, dim)
+        return True
 
 
 @dataclass(frozen=True)
@@ -157,15 +229,19 @@ class Tiling(Value):
     origin_method: str
 
     def tile(self) -> Data:
-        return Data(self.base.elem, self.extents, self.base.storage, self.base.root)
+        return self.base.viewed(self.extents, self.base.layout)
 
 
 @dataclass(frozen=True)
 class Window(Value):
-    """`x.view(a, b)` waiting for its `.from(o0, o1)`."""
+    """`x.view(a, b)` or `x.view(a, b : sa, sb)` waiting for its `.from(o0, o1)`."""
 
     base: Data
     extents: tuple[Dim, ...]
+    strides: tuple[Dim, ...] | None = None  # written after the colon; None: the data's own
+
+    def window(self) -> Data:
+        return self.base.viewed(self.extents, self.strides if self.strides is not None else self.base.layout)
 
 
 @dataclass(frozen=True)
@@ -177,6 +253,24 @@ class BufferArray(Value):
 
     def describe(self) -> str:
         return f"array of {len(self.counts)}-d {self.element.describe()} buffers"
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """What a dma copy does besides moving the source's elements in order, decided once by the analysis
+    and read by both backends: `dma.transp<...>` permutes dimensions (destination dimension k is source
+    dimension `permutation[k]`); `dma.pad<...>` and a copy into a larger tile place the source at `low`
+    (an expression or an int per dimension) and fill the rest of the destination with `fill` (None: 0).
+    `high` is the padding after the source, which sizes a destination that `=> shared` allocates."""
+
+    permutation: tuple[int, ...] | None = None
+    low: tuple[ast.Expr | int, ...] | None = None
+    high: tuple[ast.Expr | int, ...] | None = None
+    fill: ast.Expr | None = None
+
+    @property
+    def pads(self) -> bool:
+        return self.low is not None
 
 
 @dataclass(eq=False)
@@ -250,11 +344,72 @@ class Builtin(Value):
 
 
 @dataclass(frozen=True)
+class BoundedTuple(Value):
+    """A bounded ituple: `index` of `with index = {x, y} in [4, 8]`, `i` of `foreach i in a.span`, `q` of
+    `parallel q = {q0, q1} by [2, 2]`. Each element is a bounded integer with its own bound; `elements`
+    names the variables that hold them (None where the elements are anonymous, `with index in [4, 8]`).
+    In an index list (`chunkat(index)`, `.at(index, p)`) it stands for all its elements in order."""
+
+    bounds: tuple[Dim, ...]
+    elements: tuple[str, ...] | None = None
+
+    def describe(self) -> str:
+        return f"bounded ituple (#{shape_text(self.bounds)})"
+
+
+@dataclass(frozen=True)
+class Stream(Value):
+    """A `stream` parameter: the CUDA stream a `parallel<s>` launches on."""
+
+    def describe(self) -> str:
+        return "stream"
+
+
+@dataclass(frozen=True)
 class Unknown(Value):
     """The value of an expression that already has an error: checks on it stay silent."""
 
 
 UNKNOWN = Unknown()
+
+
+@dataclass(frozen=True)
+class DeviceResult(Unknown):
+    """The value of a device function call: C++ gives it no Choreo type, so it takes the type of
+    where it is used (analysis/device_checks.py); checks on it stay silent meanwhile."""
+
+    callee: str
+
+    def describe(self) -> str:
+        return f"the result of device function '{self.callee}'"
+
+
+@dataclass(frozen=True)
+class TemplateValue:
+    """A template argument of a device call: an integer known at compile time (`kind` "int"), an
+    element type ("type", such as "f32"), or a C++ name given verbatim ("name")."""
+
+    kind: str
+    value: int | str
+
+
+@dataclass(frozen=True)
+class DeviceArgument:
+    """What a device call passes: a scalar of Choreo type `type` by value ("value"), a pointer to
+    the first element of data of element type `type` ("data"), or a null pointer ("null")."""
+
+    kind: str
+    type: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceCallInfo:
+    """A device call as every backend emits it: its template arguments (None: no `<...>`), its
+    arguments, and the Choreo type its result is converted to (None where it is discarded)."""
+
+    template_args: tuple[TemplateValue, ...] | None
+    arguments: tuple[DeviceArgument, ...]
+    result: str | None = None
 
 
 @dataclass(eq=False)
@@ -281,6 +436,9 @@ def promote(a: str, b: str) -> str | None:
         "f16",
         "f8_e4m3",
         "f8_e5m2",
+        "f6_e3m2",
+        "f6_e2m3",
+        "f4_e2m1",
         "u64",
         "s64",
         "u32",
@@ -289,15 +447,23 @@ def promote(a: str, b: str) -> str | None:
         "s16",
         "u8",
         "s8",
+        "u6",
+        "s6",
+        "u4",
+        "s4",
+        "u2",
+        "s2",
+        "u1",
+        "bin1",
         "bool",
     )
     if a not in order or b not in order:
         return None
     best = min(order.index(a), order.index(b))
     result = order[best]
-    if result in ("bf16", "f16", "tf32", "f8_e4m3", "f8_e5m2") and a != b:
+    if result in ("bf16", "f16", "tf32", "f8_e4m3", "f8_e5m2", "f6_e3m2", "f6_e2m3", "f4_e2m1") and a != b:
         return "f32"
-    if result in ("u16", "s16", "u8", "s8", "bool"):
+    if result in ("u16", "s16", "u8", "s8", "bool", *SUB_BYTE_BITS):
         return "s32"
     return result
 

@@ -8,6 +8,7 @@ C needs them (or where mixing bitwise and other operators would confuse a reader
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from choreo_kernel.compiler.semantics import cint
@@ -38,26 +39,33 @@ _BINARY_PRECEDENCE = {
 _BITWISE = ("&", "^", "|", "<<", ">>")
 
 
+# An integer expression as a tree the host can evaluate: a constant, a name, or (operator, left, right).
+Term = int | str | tuple[str, "Term", "Term"]
+_TERM_OPERATORS = ("+", "-", "*", "/", "%")
+
+
 @dataclass(frozen=True)
 class CExpr:
-    """A C expression: its text, how tightly it binds, its value when it is a known integer."""
+    """A C expression: its text, how tightly it binds, its value when it is a known integer, and, where it is
+    integer arithmetic on names and constants, the same as a `Term` (a size the host computes at launch)."""
 
     text: str
     precedence: int = PRIMARY
     value: int | None = None
     pure: bool = True  # no side effects (an `i++` inside is not)
     operator: str = ""
+    term: Term | None = None
 
     def __str__(self) -> str:
         return self.text
 
 
 def const(value: int) -> CExpr:
-    return CExpr(str(value), PRIMARY if value >= 0 else UNARY, value)
+    return CExpr(str(value), PRIMARY if value >= 0 else UNARY, value, term=value)
 
 
 def name(text: str, value: int | None = None) -> CExpr:
-    return CExpr(text, PRIMARY, value)
+    return CExpr(text, PRIMARY, value, term=value if value is not None else text)
 
 
 def raw(text: str, precedence: int = PRIMARY, pure: bool = True) -> CExpr:
@@ -101,7 +109,10 @@ def binary(op: str, a: CExpr, b: CExpr) -> CExpr:
     if op == "/" and a.text == b.text and a.pure:
         return ONE  # dimensions are positive: d / d is 1
     text = f"{_wrap(a, op, False)} {op} {_wrap(b, op, True)}"
-    return CExpr(text, _BINARY_PRECEDENCE[op], pure=a.pure and b.pure, operator=op)
+    term: Term | None = None
+    if op in _TERM_OPERATORS and a.term is not None and b.term is not None:
+        term = (op, a.term, b.term)
+    return CExpr(text, _BINARY_PRECEDENCE[op], pure=a.pure and b.pure, operator=op, term=term)
 
 
 def add(*terms: CExpr) -> CExpr:
@@ -149,4 +160,27 @@ def parenthesized(operand: CExpr) -> CExpr:
     """`(x)` as written in the source, kept when it clarifies (a sum under a product keeps it anyway)."""
     if operand.precedence >= UNARY:
         return operand
-    return CExpr(f"({operand.text})", PRIMARY, operand.value, operand.pure)
+    return CExpr(f"({operand.text})", PRIMARY, operand.value, operand.pure, term=operand.term)
+
+
+def names_in(term: Term) -> set[str]:
+    """The names a term refers to."""
+    if isinstance(term, str):
+        return {term}
+    if isinstance(term, int):
+        return set()
+    return names_in(term[1]) | names_in(term[2])
+
+
+def evaluate(term: Term, values: Mapping[str, int]) -> int:
+    """The term's value (C integer semantics) with `values` for its names; raises ArithmeticError where C
+    leaves it undefined (a division by zero)."""
+    if isinstance(term, int):
+        return term
+    if isinstance(term, str):
+        return values[term]
+    op, left, right = term
+    result = cint.arithmetic(op, evaluate(left, values), evaluate(right, values))
+    if result is None:
+        raise ArithmeticError(f"'{op}' is undefined here")
+    return result

@@ -80,6 +80,92 @@ CHOREO_DEVICE f8_e5m2 to_f8_e5m2(float value) {
   return f8_e5m2{static_cast<unsigned char>(pair & 0xffu)};
 }
 
+// ------------------------------------------------------------------------- narrow element types
+// fp6 (e3m2, e2m3), fp4 (e2m1) and the integers of 6, 4, 2 and 1 bits are stored one per byte, as
+// NumPy (ml_dtypes) holds them. Hopper has no conversion instructions for them (cvt's e2m1x2, e2m3x2
+// and e3m2x2 need sm_100a), so they convert in software: to the nearest value, ties to even, finite
+// values saturating at the largest one and NaN becoming -0, as ml_dtypes converts them; arithmetic
+// happens in f32 and int (language.md 10). Host and device: tests build them for the CPU too.
+#define CHOREO_ANY __host__ __device__ __forceinline__
+
+struct f6_e3m2 { unsigned char bits; };
+struct f6_e2m3 { unsigned char bits; };
+struct f4_e2m1 { unsigned char bits; };
+
+union float_bits {
+  float value;
+  unsigned bits;
+};
+
+// 2^n for -126 <= n <= 127, exactly.
+CHOREO_ANY float power_of_two(int n) {
+  float_bits out;
+  out.bits = static_cast<unsigned>(127 + n) << 23;
+  return out.value;
+}
+
+// A float rounded to the fp format of E exponent and M mantissa bits without infinities or NaN.
+template <int E, int M> CHOREO_ANY unsigned char encode_minifloat(float x) {
+  const int bias = (1 << (E - 1)) - 1;
+  float_bits in;
+  in.value = x;
+  const unsigned sign = (in.bits >> 31) << (E + M);
+  if ((in.bits & 0x7fffffffu) > 0x7f800000u) return static_cast<unsigned char>(1u << (E + M));  // NaN: -0
+  float_bits magnitude;
+  magnitude.bits = in.bits & 0x7fffffffu;
+  const float largest = (2.0f - power_of_two(-M)) * power_of_two((1 << E) - 1 - bias);
+  if (!(magnitude.value < largest)) return static_cast<unsigned char>(sign | ((1u << (E + M)) - 1));
+  int exponent = static_cast<int>(magnitude.bits >> 23) - 127;
+  if (exponent < 1 - bias) exponent = 1 - bias;  // the format's subnormals share one step
+  const float units = rintf(magnitude.value / power_of_two(exponent - M));  // exact division, ties to even
+  // units counts steps of 2^(exponent - M): the code is (exponent field - 1) * 2^M + units, which also
+  // carries into the next exponent when the rounding reaches it and covers the subnormals (field 0).
+  const unsigned code = (static_cast<unsigned>(exponent + bias - 1) << M) + static_cast<unsigned>(units);
+  return static_cast<unsigned char>(sign | code);
+}
+
+template <int E, int M> CHOREO_ANY float decode_minifloat(unsigned char code) {
+  const int bias = (1 << (E - 1)) - 1;
+  const unsigned field = (code >> M) & ((1u << E) - 1);
+  const unsigned mantissa = code & ((1u << M) - 1);
+  const float magnitude = field ? static_cast<float>((1u << M) + mantissa) * power_of_two(static_cast<int>(field) - bias - M)
+                                : static_cast<float>(mantissa) * power_of_two(1 - bias - M);
+  return (code >> (E + M)) & 1 ? -magnitude : magnitude;
+}
+
+CHOREO_ANY float to_f32(f6_e3m2 value) { return decode_minifloat<3, 2>(value.bits); }
+CHOREO_ANY float to_f32(f6_e2m3 value) { return decode_minifloat<2, 3>(value.bits); }
+CHOREO_ANY float to_f32(f4_e2m1 value) { return decode_minifloat<2, 1>(value.bits); }
+CHOREO_ANY f6_e3m2 to_f6_e3m2(float value) { return f6_e3m2{encode_minifloat<3, 2>(value)}; }
+CHOREO_ANY f6_e2m3 to_f6_e2m3(float value) { return f6_e2m3{encode_minifloat<2, 3>(value)}; }
+CHOREO_ANY f4_e2m1 to_f4_e2m1(float value) { return f4_e2m1{encode_minifloat<2, 1>(value)}; }
+
+// An integer of `Bits` bits in a byte: read from its low bits (sign-extended where signed), written as
+// C converts to a narrower integer, keeping the low bits (a signed one sign-extended through the byte).
+#define CHOREO_SMALL_INT(NAME, BITS, SIGNED)                                                        \
+  struct NAME { unsigned char bits; };                                                              \
+  CHOREO_ANY int to_int(NAME value) {                                                               \
+    const int low = value.bits & ((1 << BITS) - 1);                                                 \
+    return SIGNED && (low >> (BITS - 1)) ? low - (1 << BITS) : low;                                 \
+  }                                                                                                 \
+  template <class T> CHOREO_ANY NAME to_##NAME(T value) {                                           \
+    const int low = static_cast<int>(static_cast<long long>(value)) & ((1 << BITS) - 1);            \
+    return NAME{static_cast<unsigned char>(SIGNED && (low >> (BITS - 1)) ? low - (1 << BITS) : low)}; \
+  }
+CHOREO_SMALL_INT(u6, 6, false)
+CHOREO_SMALL_INT(s6, 6, true)
+CHOREO_SMALL_INT(u4, 4, false)
+CHOREO_SMALL_INT(s4, 4, true)
+CHOREO_SMALL_INT(u2, 2, false)
+CHOREO_SMALL_INT(s2, 2, true)
+CHOREO_SMALL_INT(u1, 1, false)
+#undef CHOREO_SMALL_INT
+
+// bin1: one bit with bool's conversion (any non-zero value is 1), as cute's bin1_t.
+struct bin1 { unsigned char bits; };
+CHOREO_ANY int to_int(bin1 value) { return value.bits & 1; }
+template <class T> CHOREO_ANY bin1 to_bin1(T value) { return bin1{static_cast<unsigned char>(value != T(0))}; }
+
 // ------------------------------------------------------------------------- scalar helpers
 
 // cdiv(a, b): a / b rounded up, for tile counts.
@@ -89,6 +175,61 @@ CHOREO_DEVICE int cdiv(int a, int b) { return (a + b - 1) / b; }
 template <class A, class B> CHOREO_DEVICE auto max(A a, B b) -> decltype(a + b) { return a > b ? a : b; }
 template <class A, class B> CHOREO_DEVICE auto min(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
 template <class T> CHOREO_DEVICE T abs(T value) { return value < T(0) ? -value : value; }
+
+// The math built-ins of Choreo (compiler/semantics/math.py lists them): each for float and double,
+// so a call computes in the type the compiler chose (f64 where an argument is f64, else f32).
+namespace math {
+using choreo::abs;
+using choreo::max;
+using choreo::min;
+
+#define CHOREO_MATH_UNARY(NAME, F32, F64)                      \
+  CHOREO_DEVICE float NAME(float x) { return F32(x); }      \
+  CHOREO_DEVICE double NAME(double x) { return F64(x); }
+#define CHOREO_MATH_BINARY(NAME, F32, F64)                                \
+  CHOREO_DEVICE float NAME(float x, float y) { return F32(x, y); }     \
+  CHOREO_DEVICE double NAME(double x, double y) { return F64(x, y); }
+
+CHOREO_MATH_UNARY(exp, ::expf, ::exp)
+CHOREO_MATH_UNARY(exp2, ::exp2f, ::exp2)
+CHOREO_MATH_UNARY(expm1, ::expm1f, ::expm1)
+CHOREO_MATH_UNARY(log, ::logf, ::log)
+CHOREO_MATH_UNARY(log1p, ::log1pf, ::log1p)
+CHOREO_MATH_UNARY(sqrt, ::sqrtf, ::sqrt)
+CHOREO_MATH_UNARY(rsqrt, ::rsqrtf, ::rsqrt)
+CHOREO_MATH_UNARY(frcp_rn, ::__frcp_rn, ::__drcp_rn)
+CHOREO_MATH_UNARY(sin, ::sinf, ::sin)
+CHOREO_MATH_UNARY(cos, ::cosf, ::cos)
+CHOREO_MATH_UNARY(tan, ::tanf, ::tan)
+CHOREO_MATH_UNARY(asin, ::asinf, ::asin)
+CHOREO_MATH_UNARY(acos, ::acosf, ::acos)
+CHOREO_MATH_UNARY(atan, ::atanf, ::atan)
+CHOREO_MATH_UNARY(sinh, ::sinhf, ::sinh)
+CHOREO_MATH_UNARY(cosh, ::coshf, ::cosh)
+CHOREO_MATH_UNARY(tanh, ::tanhf, ::tanh)
+CHOREO_MATH_UNARY(ceil, ::ceilf, ::ceil)
+CHOREO_MATH_UNARY(floor, ::floorf, ::floor)
+CHOREO_MATH_UNARY(round, ::roundf, ::round)
+CHOREO_MATH_UNARY(fabs, ::fabsf, ::fabs)
+CHOREO_MATH_BINARY(pow, ::powf, ::pow)
+CHOREO_MATH_BINARY(atan2, ::atan2f, ::atan2)
+#undef CHOREO_MATH_UNARY
+#undef CHOREO_MATH_BINARY
+
+template <class T> CHOREO_DEVICE T fma(T a, T b, T c) { return ::fma(a, b, c); }
+CHOREO_DEVICE float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+template <class T> CHOREO_DEVICE T sign(T x) { return T((x > T(0)) - (x < T(0))); }  // NaN: 0
+template <class T> CHOREO_DEVICE T isfinite(T x) { return T(x - x == T(0)); }  // inf - inf and NaN are NaN
+template <class T> CHOREO_DEVICE T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+template <class T> CHOREO_DEVICE T softplus(T x) { return log1p(exp(x)); }
+// GELU's tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+template <class T> CHOREO_DEVICE T gelu(T x) {
+  return x * T(0.5) * (T(1) + tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x)));
+}
+// __alignup / __aligndown: n rounded to a multiple of a, with C's division (as cdiv).
+template <class A, class B> CHOREO_DEVICE auto alignup(A n, B a) -> decltype(n + a) { return (n + a - 1) / a * a; }
+template <class A, class B> CHOREO_DEVICE auto aligndown(A n, B a) -> decltype(n + a) { return n / a * a; }
+}  // namespace math
 
 // A Python-slice bound of `foreach j(start:stop:step)`: negative counts from the end, then clamped.
 CHOREO_DEVICE int slice_bound(int index, int extent, bool descending) {
@@ -240,6 +381,71 @@ __device__ inline bool event_wait(mbarrier* bar, unsigned parity, Status* status
   return true;
 }
 
+// A `while (event)` loop spins while the generations it names are pending, at most
+// CHOREO_WAIT_TIMEOUT_NS: then it reports `site`, the block gives up and the loop ends (`start` is the
+// loop's own clock, 0 before its first test).
+CHOREO_DEVICE bool spinning(bool pending, unsigned long long& start, Status* status, unsigned site) {
+  if (!pending || static_cast<volatile unsigned&>(block_failed)) return false;
+  const unsigned long long now = global_timer_ns();
+  if (start == 0) {
+    start = now;
+  } else if (now - start > CHOREO_WAIT_TIMEOUT_NS) {
+    report_timeout(status, site);
+    return give_up();
+  } else if (launch_failed(status)) {
+    return give_up();
+  }
+  return true;
+}
+
+// Whether any of `slots` event slots is pending: slot i waits for the parity in bit i of `phase`.
+CHOREO_DEVICE bool any_pending(mbarrier* bar, int slots, unsigned long long phase) {
+  for (int slot = 0; slot < slots; ++slot)
+    if (!mbarrier_try_wait_parity(&bar[slot], static_cast<unsigned>((phase >> slot) & 1ull))) return true;
+  return false;
+}
+
+// sync.barrier : block in a cooperative launch: every block of the grid meets (they are all resident).
+// Thread 0 of each block counts its block in at `barrier[0]`; the last to arrive resets the count and
+// opens the next generation in `barrier[1]`, which the others wait for, bounded like an event wait.
+__device__ inline void grid_sync(unsigned* barrier, Status* status, unsigned site) {
+  __syncthreads();
+  if (threadIdx.x == 0 && !block_failed) {
+    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+    volatile unsigned* generation = barrier + 1;
+    const unsigned seen = *generation;
+    __threadfence();  // this block's writes before the barrier are seen by every block after it
+    if (atomicAdd(barrier, 1u) == blocks - 1) {
+      atomicExch(barrier, 0u);
+      __threadfence();
+      atomicAdd(barrier + 1, 1u);
+    } else {
+      const unsigned long long start = global_timer_ns();
+      while (*generation == seen) {
+        const unsigned long long now = global_timer_ns();
+        if (now - start > CHOREO_WAIT_TIMEOUT_NS) {
+          report_timeout(status, site);
+          give_up();
+          break;
+        }
+        if (launch_failed(status)) {
+          give_up();
+          break;
+        }
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// assert(cond, "message") that fails when it runs: the host reports `site` (the statement and its
+// message) after the launch; the block gives up its later waits, as after a timeout, and runs on.
+CHOREO_DEVICE void assertion_fails(Status* status, unsigned site) {
+  report_timeout(status, site);
+  block_failed = 1;
+}
+
 // ------------------------------------------------------------------------- cp.async
 
 // cp.async.cg.shared.global [dst], [src], 16: copy 16 bytes from global to shared memory in the background.
@@ -294,18 +500,66 @@ template <class T> CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int s
   return Tile<T>{data, rows, cols, stride, swizzle};
 }
 
+// An R-dimensional region of any strides (in elements), outermost dimension first: what a copy moves
+// where its elements do not form rows of contiguous elements (a transpose, a strided view, a tile
+// strided in three or more dimensions).
+template <class T, int R> struct Region {
+  T* data;
+  int dims[R];
+  int strides[R];
+};
+
+template <class T, int R> CHOREO_DEVICE Region<T, R> region(T* data, const int (&dims)[R], const int (&strides)[R]) {
+  Region<T, R> out{data, {}, {}};
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    out.dims[k] = dims[k];
+    out.strides[k] = strides[k];
+  }
+  return out;
+}
+
+// R coordinates, outermost first: where dma.pad places its source in the destination.
+template <int R> struct Index {
+  int values[R];
+};
+
 struct alignas(16) Vector16 {
   unsigned x, y, z, w;
+};
+
+// The 16-byte vector type with the constness of T.
+template <class T> struct VectorOf {
+  using type = Vector16;
+};
+template <class T> struct VectorOf<const T> {
+  using type = const Vector16;
 };
 
 CHOREO_DEVICE bool aligned(const void* pointer, unsigned bytes) {
   return (reinterpret_cast<unsigned long long>(pointer) & (bytes - 1)) == 0;
 }
 
+template <class T> CHOREO_DEVICE int count(Tile<T> region) { return region.rows * region.cols; }
+template <class T, int R> CHOREO_DEVICE int count(Region<T, R> region) {
+  int total = 1;
+#pragma unroll
+  for (int k = 0; k < R; ++k) total *= region.dims[k];
+  return total;
+}
+
 // Whether a tile can move as 16-byte vectors: its start, its row length and its row stride are multiples of 16 bytes.
 template <class T> CHOREO_DEVICE bool vectorizable(Tile<T> region) {
   return aligned(region.data, 16) && (region.cols * sizeof(T)) % 16 == 0 &&
          (region.rows == 1 || (region.stride * sizeof(T)) % 16 == 0);
+}
+// A region can when its innermost dimension is contiguous and a multiple of 16 bytes, its start and
+// its other strides multiples of 16 bytes.
+template <class T, int R> CHOREO_DEVICE bool vectorizable(Region<T, R> region) {
+  bool able = aligned(region.data, 16) && region.strides[R - 1] == 1 && (region.dims[R - 1] * sizeof(T)) % 16 == 0;
+#pragma unroll
+  for (int k = 0; k < R - 1; ++k) able = able && (region.dims[k] == 1 || (region.strides[k] * sizeof(T)) % 16 == 0);
+  return able;
 }
 
 // Where item `index` of a tile lies, counting `per_row` items per row; rows == 1 needs no division.
@@ -324,27 +578,45 @@ template <class T> CHOREO_DEVICE T& item(Tile<T> region, int index) {
   return at[(static_cast<int>(address ^ chunks) - static_cast<int>(address)) / static_cast<int>(sizeof(T))];
 }
 
-// A vectorizable tile seen as 16-byte vectors: its row length and stride counted in vectors.
-template <class T> CHOREO_DEVICE Tile<Vector16> as_vectors(Tile<T> region) {
-  return Tile<Vector16>{reinterpret_cast<Vector16*>(region.data), region.rows,
-                        static_cast<int>(region.cols * sizeof(T) / 16), static_cast<int>(region.stride * sizeof(T) / 16),
-                        region.swizzle};
-}
-template <class T> CHOREO_DEVICE Tile<const Vector16> as_vectors(Tile<const T> region) {
-  return Tile<const Vector16>{reinterpret_cast<const Vector16*>(region.data), region.rows,
-                              static_cast<int>(region.cols * sizeof(T) / 16),
-                              static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle};
+// Item `index` of a region, counting in row-major order.
+template <class T, int R> CHOREO_DEVICE T& item(Region<T, R> region, int index) {
+  int offset = 0;
+#pragma unroll
+  for (int k = R - 1; k > 0; --k) {
+    offset += (index % region.dims[k]) * region.strides[k];
+    index /= region.dims[k];
+  }
+  return region.data[offset + index * region.strides[0]];
 }
 
-// Copy `source` into `destination` (equal rows and cols) with the `threads` threads of the calling group,
-// `rank` being this thread's place among them. Both sides move in 16-byte vectors when they allow it,
-// four vectors in flight per thread; otherwise element by element.
-template <class D, class S> __device__ inline void copy(Tile<D> destination, Tile<S> source, int rank, int threads) {
-  static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
+// A vectorizable tile or region seen as 16-byte vectors: its innermost extent and other strides counted in vectors.
+template <class T> CHOREO_DEVICE Tile<typename VectorOf<T>::type> as_vectors(Tile<T> region) {
+  return Tile<typename VectorOf<T>::type>{reinterpret_cast<typename VectorOf<T>::type*>(region.data), region.rows,
+                                          static_cast<int>(region.cols * sizeof(T) / 16),
+                                          static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle};
+}
+template <class T, int R> CHOREO_DEVICE Region<typename VectorOf<T>::type, R> as_vectors(Region<T, R> region) {
+  Region<typename VectorOf<T>::type, R> out{reinterpret_cast<typename VectorOf<T>::type*>(region.data), {}, {}};
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    out.dims[k] = region.dims[k];
+    out.strides[k] = static_cast<int>(region.strides[k] * sizeof(T) / 16);
+  }
+  out.dims[R - 1] = static_cast<int>(region.dims[R - 1] * sizeof(T) / 16);
+  out.strides[R - 1] = 1;
+  return out;
+}
+
+// Copy `source` into `destination` (tiles or regions of as many elements, each side walked in its own
+// row-major order) with the `threads` threads of the calling group, `rank` being this thread's place among
+// them. Both sides move in 16-byte vectors when they allow it, four vectors in flight per thread; otherwise
+// element by element.
+template <class To, class From> __device__ inline void copy(To destination, From source, int rank, int threads) {
+  static_assert(sizeof(*destination.data) == sizeof(*source.data), "a copy keeps the element type");
   if (vectorizable(destination) && vectorizable(source)) {
-    const Tile<Vector16> to = as_vectors(destination);
+    const auto to = as_vectors(destination);
     const auto from = as_vectors(source);
-    const int total = from.rows * from.cols;
+    const int total = count(from);
     int index = rank;
     for (; index + 3 * threads < total; index += 4 * threads) {
       Vector16 batch[4];
@@ -356,23 +628,69 @@ template <class D, class S> __device__ inline void copy(Tile<D> destination, Til
     for (; index < total; index += threads) item(to, index) = item(from, index);
     return;
   }
-  for (int index = rank; index < source.rows * source.cols; index += threads) item(destination, index) = item(source, index);
+  for (int index = rank; index < count(source); index += threads) item(destination, index) = item(source, index);
 }
 
 // Start copying global `source` into shared `destination` with cp.async: 16-byte pieces when both sides
 // allow it, else 4- or 8-byte elements. Other element sizes are copied at once, which an async copy allows.
-template <class D, class S> __device__ inline void copy_async(Tile<D> destination, Tile<S> source, int rank, int threads) {
-  static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
+template <class To, class From> __device__ inline void copy_async(To destination, From source, int rank, int threads) {
+  static_assert(sizeof(*destination.data) == sizeof(*source.data), "a copy keeps the element type");
+  constexpr unsigned size = sizeof(*source.data);
   if (vectorizable(destination) && vectorizable(source)) {
-    const Tile<Vector16> to = as_vectors(destination);
+    const auto to = as_vectors(destination);
     const auto from = as_vectors(source);
-    for (int index = rank; index < from.rows * from.cols; index += threads) cp_async_16(&item(to, index), &item(from, index));
-  } else if (sizeof(S) == 4 || sizeof(S) == 8) {
-    for (int index = rank; index < source.rows * source.cols; index += threads) {
-      cp_async_element<sizeof(S)>(&item(destination, index), &item(source, index));
+    for (int index = rank; index < count(from); index += threads) cp_async_16(&item(to, index), &item(from, index));
+    return;
+  }
+  if constexpr (size == 4 || size == 8) {
+    for (int index = rank; index < count(source); index += threads) {
+      cp_async_element<size>(&item(destination, index), &item(source, index));
     }
   } else {
     copy(destination, source, rank, threads);
+  }
+}
+
+// dma.pad, and a copy into a larger tile: `source` lands at `low` in `destination` (regions of one rank) and
+// every other element of the destination becomes `fill` (converted to its type), shared among the `threads`
+// threads of the group. The source moves as a plain copy into the corner (in vectors where it can), the
+// fill touches only the elements around it, and where the corner is the whole tile (a tail tile that is
+// not short this time) there is nothing to fill. `Async`: the corner moves with cp.async (global to shared),
+// the fill at once.
+template <class T> struct Same {
+  using type = T;
+};
+
+template <bool Async, class D, class S, int R>
+__device__ inline void copy_padded(Region<D, R> destination, Region<S, R> source, Index<R> low,
+                                   typename Same<D>::type fill, int rank, int threads) {
+  static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
+  Region<D, R> corner = destination;
+  bool whole = true;
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    corner.data += low.values[k] * destination.strides[k];
+    corner.dims[k] = source.dims[k];
+    whole = whole && low.values[k] == 0 && source.dims[k] == destination.dims[k];
+  }
+  if (!whole) {
+    for (int index = rank; index < count(destination); index += threads) {
+      int rest = index, at = 0;
+      bool inside = true;
+#pragma unroll
+      for (int k = R - 1; k >= 0; --k) {
+        const int coordinate = rest % destination.dims[k];
+        rest /= destination.dims[k];
+        at += coordinate * destination.strides[k];
+        inside = inside && low.values[k] <= coordinate && coordinate < low.values[k] + source.dims[k];
+      }
+      if (!inside) destination.data[at] = fill;
+    }
+  }
+  if constexpr (Async) {
+    copy_async(corner, source, rank, threads);
+  } else {
+    copy(corner, source, rank, threads);
   }
 }
 
@@ -432,49 +750,98 @@ struct alignas(64) TensorMap {
 };
 
 // cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [map, {x, ...}], [bar]:
-// the copy engine moves the box at coordinates (x innermost) of the map's array into shared memory at `dst`
-// and counts its bytes down on `bar`.
-CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int x) {
+// the copy engine moves the box at coordinates (x innermost, 1 to 5 of them) of the map's array into shared
+// memory at `dst` and counts its bytes down on `bar`.
+template <class... Coordinates>
+CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, Coordinates... coordinates) {
+  constexpr int rank = sizeof...(Coordinates);
+  static_assert(1 <= rank && rank <= 5, "a TMA box has 1 to 5 dimensions");
   if (block_failed) return;
-  asm volatile(
-      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
-          shared_address(dst)),
-      "l"(map), "r"(shared_address(bar)), "r"(x)
-      : "memory");
+  const int c[] = {coordinates...};
+  const unsigned to = shared_address(dst), on = shared_address(bar);
+  if constexpr (rank == 1) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
+                 ::"r"(to), "l"(map), "r"(on), "r"(c[0]) : "memory");
+  } else if constexpr (rank == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                 ::"r"(to), "l"(map), "r"(on), "r"(c[0]), "r"(c[1]) : "memory");
+  } else if constexpr (rank == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+                 ::"r"(to), "l"(map), "r"(on), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  } else if constexpr (rank == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+                 ::"r"(to), "l"(map), "r"(on), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+                 ::"r"(to), "l"(map), "r"(on), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+  }
 }
-CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int x, int y) {
-  if (block_failed) return;
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
-          shared_address(dst)),
-      "l"(map), "r"(shared_address(bar)), "r"(x), "r"(y)
-      : "memory");
+
+// createpolicy.fractional.L2::evict_first.b64 / ::evict_last.b64 policy, 1.0: an L2 cache policy for all of
+// a TMA load's bytes; evict_first for data read once (streamed past L2), evict_last for data read again.
+CHOREO_DEVICE unsigned long long l2_evict_first() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
 }
-CHOREO_DEVICE void tma_load(void* dst, const TensorMap* map, mbarrier* bar, int x, int y, int z) {
+CHOREO_DEVICE unsigned long long l2_evict_last() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// cp.async.bulk.tensor.Nd...complete_tx::bytes.L2::cache_hint [dst], [map, {x, ...}], [bar], policy: tma_load
+// with an L2 cache policy (from l2_evict_first or l2_evict_last) for the bytes it reads.
+template <class... Coordinates>
+CHOREO_DEVICE void tma_load_hinted(void* dst, const TensorMap* map, mbarrier* bar, unsigned long long policy,
+                                   Coordinates... coordinates) {
+  constexpr int rank = sizeof...(Coordinates);
+  static_assert(1 <= rank && rank <= 5, "a TMA box has 1 to 5 dimensions");
   if (block_failed) return;
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(
-          shared_address(dst)),
-      "l"(map), "r"(shared_address(bar)), "r"(x), "r"(y), "r"(z)
-      : "memory");
+  const int c[] = {coordinates...};
+  const unsigned to = shared_address(dst), on = shared_address(bar);
+  if constexpr (rank == 1) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%4}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "l"(policy), "r"(c[0]) : "memory");
+  } else if constexpr (rank == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%4, %5}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "l"(policy), "r"(c[0]), "r"(c[1]) : "memory");
+  } else if constexpr (rank == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%4, %5, %6}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "l"(policy), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  } else if constexpr (rank == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "l"(policy), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "l"(policy), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+  }
 }
 
 // cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {x, ...}], [src]: the copy engine stores the
-// shared tile at `src` into the box at coordinates (x innermost) of the map's array, in this thread's bulk group.
-CHOREO_DEVICE void tma_store(const TensorMap* map, const void* src, int x) {
-  asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [%0, {%2}], [%1];" ::"l"(map),
-               "r"(shared_address(src)), "r"(x)
-               : "memory");
-}
-CHOREO_DEVICE void tma_store(const TensorMap* map, const void* src, int x, int y) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
-               "r"(shared_address(src)), "r"(x), "r"(y)
-               : "memory");
-}
-CHOREO_DEVICE void tma_store(const TensorMap* map, const void* src, int x, int y, int z) {
-  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map),
-               "r"(shared_address(src)), "r"(x), "r"(y), "r"(z)
-               : "memory");
+// shared tile at `src` into the box at coordinates (x innermost, 1 to 5 of them) of the map's array, in this
+// thread's bulk group.
+template <class... Coordinates> CHOREO_DEVICE void tma_store(const TensorMap* map, const void* src, Coordinates... coordinates) {
+  constexpr int rank = sizeof...(Coordinates);
+  static_assert(1 <= rank && rank <= 5, "a TMA box has 1 to 5 dimensions");
+  const int c[] = {coordinates...};
+  const unsigned from = shared_address(src);
+  if constexpr (rank == 1) {
+    asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [%0, {%2}], [%1];" ::"l"(map), "r"(from),
+                 "r"(c[0]) : "memory");
+  } else if constexpr (rank == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
+                 "r"(from), "r"(c[0]), "r"(c[1]) : "memory");
+  } else if constexpr (rank == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map),
+                 "r"(from), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  } else if constexpr (rank == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(map),
+                 "r"(from), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+                 ::"l"(map), "r"(from), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+  }
 }
 
 // cp.async.bulk.commit_group: close this thread's batch of bulk stores.
@@ -590,5 +957,35 @@ template <int N> CHOREO_DEVICE void setmaxnreg_dec() { asm volatile("setmaxnreg.
 
 // setmaxnreg.inc.sync.aligned.u32 N: this warpgroup grows to N registers per thread, from those given back.
 template <int N> CHOREO_DEVICE void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
+
+// ---------------------------------------------------------------- atomics the CUDA library lacks
+
+// atom.add.noftz.f16 d, [a], b: add b (rounded to a half) to the half at a; d is the old half.
+CHOREO_DEVICE f16 atomic_add(f16* address, float value) {
+  f16 old;
+  asm volatile("atom.add.noftz.f16 %0, [%1], %2;"
+               : "=h"(old.bits)
+               : "l"(address), "h"(to_f16(value).bits)
+               : "memory");
+  return old;
+}
+
+// ------------------------------------------------------------------------- run-time checks
+
+// The factor of a `select`, checked where the compiler cannot show it in range: outside [0, count) it
+// reports `site` (the host raises for it, as for a wait that gave up), this block gives up, and the first
+// value is selected, so nothing is read or written out of bounds meanwhile.
+CHOREO_DEVICE int checked_select(int factor, int count, Status* status, unsigned site) {
+  if (factor >= 0 && factor < count) return factor;
+  report_timeout(status, site);
+  give_up();
+  return 0;
+}
+
+// `select(k, a, b, ...)`: the start of the k-th value (k in range), each operand evaluated once.
+template <typename T> CHOREO_DEVICE T pick(int, T only) { return only; }
+template <typename T, typename... Rest> CHOREO_DEVICE auto pick(int k, T first, Rest... rest) {
+  return k == 0 ? first : pick(k - 1, rest...);
+}
 
 }  // namespace choreo

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.resolve.selection import SELECT
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
@@ -30,11 +31,16 @@ SWIZZLED_ALIGNMENT = 1024  # bytes: a swizzle pattern repeats every 1024 bytes o
 
 @dataclass
 class Arena:
-    """All shared buffers and events of a block, at fixed offsets in one dynamic shared allocation."""
+    """All shared buffers and events of a block in one dynamic shared allocation: those of a size known at
+    compile time at fixed offsets, then those whose size depends on the call's arguments (`=> shared` from a
+    source of symbolic shape), one after another at offsets the kernel computes; the host evaluates the
+    `dynamic_size` of a launch from its arguments."""
 
     size: int = 0
     alignment: int = SHARED_ALIGNMENT
     entries: list[tuple[str, int, int]] = field(default_factory=list)  # name, offset, bytes
+    dynamic: list[tuple[str, CExpr, ast.Node]] = field(default_factory=list)  # name, bytes, the statement
+    dynamic_size: CExpr = cexpr.ZERO  # bytes after the fixed part
 
     def allocate(self, name: str, size: int, alignment: int = SHARED_ALIGNMENT) -> int:
         offset = -(-self.size // alignment) * alignment
@@ -42,6 +48,27 @@ class Arena:
         self.alignment = max(self.alignment, alignment)
         self.entries.append((name, offset, size))
         return offset
+
+    def allocate_dynamic(self, name: str, size: CExpr, node: ast.Node) -> CExpr:
+        """The offset, after the fixed part, of `size` bytes whose count is known only at launch; every
+        such buffer takes a multiple of SHARED_ALIGNMENT bytes, so each starts aligned."""
+        offset = self.dynamic_size
+        rounded = cexpr.multiply(
+            cexpr.parenthesized(
+                cexpr.binary(
+                    "/", cexpr.add(size, cexpr.const(SHARED_ALIGNMENT - 1)), cexpr.const(SHARED_ALIGNMENT)
+                )
+            ),
+            cexpr.const(SHARED_ALIGNMENT),
+        )
+        self.dynamic_size = cexpr.add(offset, rounded)
+        self.dynamic.append((name, rounded, node))
+        return offset
+
+    @property
+    def fixed_size(self) -> int:
+        """Bytes of the fixed part, rounded so that the buffers after it start aligned."""
+        return -(-self.size // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
 
 
 class KernelContext:
@@ -59,13 +86,15 @@ class KernelContext:
         self.kernel = kernel
         self.bindings = bindings
         self.names = names
-        self.out = CodeWriter(indent=1)
+        self.out = CodeWriter(indent=1, names=names)
         self.expressions = Expressions(info, bindings)
-        self.threads = KernelThreads(info, kernel)
+        self.threads = KernelThreads(info, kernel, self.expressions.integer)
         self.elected_paths = elected_paths(info, kernel)  # paths one thread per instance runs
         self.events = Events(info, kernel, self.threads, self.expressions, wait_sites)
+        self.expressions.check_select = self._check_select
         self.arena = Arena()
         self.shared_memory = names.fresh("shared_memory")
+        self.shared_dynamic = names.fresh("shared_dynamic")  # where the buffers sized at launch start
         self.status = names.fresh("status")
         self.written: set[Symbol] = set()
         self.positions = {  # each statement of a block: the block and its index there
@@ -76,6 +105,13 @@ class KernelContext:
         }
         self.swizzles = shared_swizzles(info, kernel)
         self.in_elected_path = False  # inside a path that one elected thread per instance runs
+        # What the control statements (control.py) found: the grid barrier parameter where the kernel
+        # syncs its grid, printf calls, yields, and the named barriers with the ids known.
+        self.grid_barrier = names.fresh("grid_barrier")
+        self.syncs_grid = False
+        self.prints = False
+        self.yields: list[ast.Yield] = []
+        self.named_barriers: list[tuple[ast.NamedBarrier, int | None]] = []
 
     def _group(self, stmt: ast.Stmt) -> Group:
         return self.threads.group(self.info.context_of[id(stmt)])
@@ -92,9 +128,11 @@ class KernelContext:
         context = self.info.context_of[id(stmt)]
         return bool(context.predicates) and context.below_block
 
-    def destination(self, stmt: ast.OperationStmt, source: View, swizzle: int = 0) -> View:
-        """The destination view; `=> shared` and `=> local` allocate one shaped like the source (in the
-        `swizzle`-byte layout a TMA load names, or the one an MMA that reads `f.data` needs)."""
+    def destination(
+        self, stmt: ast.OperationStmt, source: View, swizzle: int = 0, dims: tuple[CExpr, ...] | None = None
+    ) -> View:
+        """The destination view; `=> shared` and `=> local` allocate one shaped like the source, or of `dims`
+        (a padded copy), in the `swizzle`-byte layout a TMA load names or an MMA that reads `f.data` needs."""
         expr = stmt.operation.destination
         assert expr is not None
         storage = self.info.allocates.get(id(stmt.operation))
@@ -102,23 +140,66 @@ class KernelContext:
             return self.expressions.view(expr)
         future = self.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         swizzle = swizzle or (self.swizzles.get(future, 0) if future is not None else 0)
-        total = element_count(source.dims)
-        if total.value is None:
-            raise LoweringError(f"'=> {storage}' needs a source whose size is known at compile time", stmt)
+        dims = dims if dims is not None else source.dims
         base = stmt.result.id if stmt.result is not None else f"copy_line{stmt.span.line}"
         name = self.names.fresh(f"{base}_data")
-        element = elements.c_type(source.elem)
         if storage == Storage.SHARED:
-            alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
-            offset = self.arena.allocate(name, total.value * ELEMENT_BYTES[source.elem], alignment)
-            self.out.line(
-                f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});"
-            )
+            self.out.line(self.shared_buffer(name, source.elem, dims, swizzle, stmt))
         else:
-            self.out.line(f"{element} {name}[{total.value}];")
-        return buffer(source.elem, cexpr.name(name), source.dims, storage, name, swizzle)
+            total = element_count(dims)
+            if total.value is None:
+                raise LoweringError(
+                    "'=> local' needs a source whose size is known at compile time: a thread's local buffer is "
+                    "its registers, whose count is fixed when the kernel is compiled (use a #define)",
+                    stmt,
+                )
+            self.out.line(f"{elements.c_type(source.elem)} {name}[{total.value}];")
+        return buffer(source.elem, cexpr.name(name), dims, storage, name, swizzle)
+
+    def shared_buffer(
+        self, name: str, elem: str, dims: tuple[CExpr, ...], swizzle: int, node: ast.Node
+    ) -> str:
+        """The declaration of a shared buffer's pointer `name` (a line of C): at a fixed offset of the arena,
+        or, where its size depends on the call's arguments, after the fixed part (the launch sizes the arena)."""
+        element = elements.c_type(elem)
+        total = element_count(dims)
+        if total.value is not None:
+            alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
+            offset = self.arena.allocate(name, total.value * ELEMENT_BYTES[elem], alignment)
+            layout = f"  // {swizzle}-byte swizzled layout, for TMA and WGMMA" if swizzle else ""
+            return f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});{layout}"
+        if swizzle:
+            raise LoweringError(
+                f"a {swizzle}-byte swizzled shared tile needs a size known at compile time (use a #define)",
+                node,
+            )
+        size = cexpr.multiply(cexpr.const(ELEMENT_BYTES[elem]), total)
+        start = cexpr.binary(
+            "+", cexpr.name(self.shared_dynamic), self.arena.allocate_dynamic(name, size, node)
+        )
+        return f"{element}* const {name} = reinterpret_cast<{element}*>({start.text});  // sized at launch"
+
+    def _check_select(self, factor: CExpr, count: int, select: ast.Call) -> CExpr:
+        """A select factor checked when it runs: out of range, it reports this site to the host."""
+        site = len(self.events.wait_sites)
+        shown = printer.expression(select.args[0])
+        failure = f"the select factor '{shown}' is not in bound [0, {count})"
+        self.events.wait_sites.append(
+            WaitSite("", select.span.line, printer.expression(select), "check", failure, select.span)
+        )
+        return cexpr.call(
+            "choreo::checked_select", factor, cexpr.const(count), cexpr.name(self.status), cexpr.const(site)
+        )
 
     def note_written(self, target: ast.Expr) -> None:
+        if (
+            isinstance(target, ast.Call)
+            and isinstance(target.callee, ast.Name)
+            and target.callee.id == SELECT
+        ):
+            for operand in target.args[1:]:  # writing the selection writes whichever it chose
+                self.note_written(operand)
+            return
         root = root_name(target)
         if root is not None and id(root) in self.info.symbol_of:
             self.written.add(self.info.symbol_of[id(root)])

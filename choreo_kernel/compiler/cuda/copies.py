@@ -1,60 +1,121 @@
-"""`dma.copy` between views as cooperative tile copies (language.md 6, 12.2).
+"""`dma.copy`, `dma.transp` and `dma.pad` between views as cooperative copies (language.md 6, 12.2).
 
 A copy runs once per instance of the innermost level around it, its threads cooperating:
 at block level every thread of the block moves its share and the block synchronizes after
-it; in a thread-level scope each thread copies alone. Both sides become 2-D tiles (rows of
-contiguous elements) for `choreo::copy`, which moves 16-byte vectors when the addresses
-allow. `.async` global-to-shared copies use cp.async and commit one batch per copy, which
-the future records; other async copies (no cp.async form) complete at once, which an async
-copy is allowed to do.
+it; in a thread-level scope each thread copies alone. Each side becomes a 2-D tile (rows of
+contiguous elements) for `choreo::copy` where it can, which moves 16-byte vectors when the
+addresses allow, and an N-dimensional region of any strides otherwise (a transpose, a
+strided view, a tile strided in three or more dimensions); both sides are walked in
+row-major order. `.async` global-to-shared copies use cp.async (a padded copy for its source,
+its fill at once) and commit one batch per copy, which the future records; other async
+copies (no cp.async form) complete at once, which an async copy is allowed to do.
 """
 
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.cuda import cexpr
+from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.threads import Group
 from choreo_kernel.compiler.cuda.views import LoweringError, View
 from choreo_kernel.compiler.semantics.levels import Storage
 
 
-def tile(view: View, node: ast.Node) -> str:
-    """`choreo::tile(start, rows, cols, row_stride[, swizzle])` for a view whose rows are contiguous."""
+def region(view: View, node: ast.Node) -> str:
+    """The view as `choreo::tile(start, rows, cols, row_stride[, swizzle])` where its rows are contiguous (after
+    merging dimensions that are contiguous with each other), else as `choreo::region(start, {dims...},
+    {strides...})`. A swizzled tile (TMA's and WGMMA's layout) names its swizzle, which places each element."""
     dims, strides = view.dims, view.strides
     if not dims:
         raise LoweringError("a copy moves spanned data, not one element", node)
-    if len(dims) == 1:
-        rows, row_stride = cexpr.ONE, dims[0]
-    else:
-        for k in range(len(dims) - 2):
-            if strides[k].text != cexpr.multiply(dims[k + 1], strides[k + 1]).text:
-                raise LoweringError(
-                    f"this copy of '{view.root}' is strided in more than two dimensions, which the CUDA backend "
-                    "does not copy yet; copy it in slices",
-                    node,
-                )
-        rows, row_stride = cexpr.multiply(*dims[:-1]), strides[-2]
     swizzle = f", {view.swizzle}" if view.swizzle else ""
-    return f"choreo::tile({view.start.text}, {rows.text}, {dims[-1].text}, {row_stride.text}{swizzle})"
+    if strides[-1].value == 1:
+        if len(dims) == 1:
+            return f"choreo::tile({view.start.text}, 1, {dims[0].text}, {dims[0].text}{swizzle})"
+        if all(
+            strides[k].text == cexpr.multiply(dims[k + 1], strides[k + 1]).text for k in range(len(dims) - 2)
+        ):
+            rows = cexpr.multiply(*dims[:-1])
+            return (
+                f"choreo::tile({view.start.text}, {rows.text}, {dims[-1].text}, {strides[-2].text}{swizzle})"
+            )
+    merged = _merged(dims, strides)
+    if len(merged) <= 2 and merged[-1][1].value == 1:
+        rows, row_stride = merged[0] if len(merged) == 2 else (cexpr.ONE, merged[0][0])
+        return (
+            f"choreo::tile({view.start.text}, {rows.text}, {merged[-1][0].text}, {row_stride.text}{swizzle})"
+        )
+    if view.swizzle:
+        raise LoweringError(
+            f"'{view.root}' has the {view.swizzle}-byte swizzled layout that TMA and WGMMA use; a copy into or out "
+            "of it must move whole rows of contiguous elements",
+            node,
+        )
+    extents = ", ".join(dim.text for dim, _ in merged)
+    steps = ", ".join(stride.text for _, stride in merged)
+    return f"choreo::region({view.start.text}, {{{extents}}}, {{{steps}}})"
 
 
-def matched(source: View, destination: View, node: ast.Node) -> tuple[View, View]:
-    """The two sides shaped alike: a contiguous side takes the other's shape (same element count)."""
+def _merged(dims: tuple[CExpr, ...], strides: tuple[CExpr, ...]) -> list[tuple[CExpr, CExpr]]:
+    """Dimensions and strides without the dimensions of extent 1, and with a dimension merged into the one
+    inside it where the two are contiguous (outer stride = inner extent * inner stride)."""
+    merged: list[tuple[CExpr, CExpr]] = []
+    for dim, stride in reversed(list(zip(dims, strides))):
+        if dim.value == 1:
+            continue
+        if merged and stride.text == cexpr.multiply(merged[-1][0], merged[-1][1]).text:
+            inner, inner_stride = merged.pop()
+            merged.append((cexpr.multiply(dim, inner), inner_stride))
+        else:
+            merged.append((dim, stride))
+    return list(reversed(merged)) or [(cexpr.ONE, cexpr.ONE)]
+
+
+def matched(source: View, destination: View) -> tuple[View, View]:
+    """The two sides shaped alike where one is contiguous (same element count), which keeps rows long for
+    vectors; otherwise as they are: each side is walked in its own row-major order."""
     if [d.text for d in source.dims] == [d.text for d in destination.dims]:
         return source, destination
     if destination.is_compact:
         return source, destination.reshaped(source.dims)
     if source.is_compact:
         return source.reshaped(destination.dims), destination
-    raise LoweringError(
-        "the two sides of this copy have different shapes and neither is contiguous; make the shapes match",
-        node,
-    )
+    return source, destination
 
 
 def copy_call(function: str, source: View, destination: View, group: Group, node: ast.Node) -> str:
-    source, destination = matched(source, destination, node)
-    return f"choreo::{function}({tile(destination, node)}, {tile(source, node)}, {group.rank.text}, {group.threads.text});"
+    source, destination = matched(source, destination)
+    return (
+        f"choreo::{function}({region(destination, node)}, {region(source, node)}, "
+        f"{group.rank.text}, {group.threads.text});"
+    )
+
+
+def padded_call(
+    source: View,
+    destination: View,
+    low: tuple[CExpr, ...],
+    fill: CExpr,
+    group: Group,
+    node: ast.Node,
+    cp_async: bool,
+) -> str:
+    """`choreo::copy_padded`: the source at `low` in the destination (of one rank), the rest `fill`; with
+    `cp_async` the source moves with cp.async."""
+
+    def full(view: View) -> str:
+        extents = ", ".join(dim.text for dim in view.dims)
+        steps = ", ".join(stride.text for stride in view.strides)
+        return f"choreo::region({view.start.text}, {{{extents}}}, {{{steps}}})"
+
+    if len(source.dims) != len(destination.dims):
+        raise LoweringError("a padded copy needs a source and a destination of one rank", node)
+    corner = ", ".join(start.text for start in low)
+    index = f"choreo::Index<{len(low)}>{{{{{corner}}}}}"
+    return (
+        f"choreo::copy_padded<{'true' if cp_async else 'false'}>({full(destination)}, {full(source)}, {index}, {fill.text}, "
+        f"{group.rank.text}, {group.threads.text});"
+    )
 
 
 def uses_cp_async(source: View, destination: View, is_async: bool) -> bool:

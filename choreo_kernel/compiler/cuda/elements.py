@@ -7,6 +7,7 @@ Choreo type and the conversions are inserted where a value crosses between the t
 
 from __future__ import annotations
 
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 
@@ -27,8 +28,12 @@ C_TYPES = {
     "s8": "signed char",
     "u8": "unsigned char",
     "bool": "bool",
+    **{name: f"choreo::{name}" for name in SUB_BYTE_BITS},
 }
-NARROW_FLOATS = ("f16", "bf16", "f8_e4m3", "f8_e5m2")
+NARROW_FLOATS = ("f16", "bf16", "f8_e4m3", "f8_e5m2", "f6_e3m2", "f6_e2m3", "f4_e2m1")
+# Integers narrower than a byte: kept in a byte, read as int (language.md 10).
+SMALL_INTS = tuple(name for name in SUB_BYTE_BITS if name not in NARROW_FLOATS)
+STORED_AS_BITS = NARROW_FLOATS + SMALL_INTS  # structs of bits in C: converted on every read and write
 # C's usual arithmetic conversions, widest first; the small integer types promote to int.
 _RANK = ("f64", "f32", "u64", "s64", "u32", "s32")
 
@@ -53,9 +58,11 @@ def _computed(element: str) -> str:
 
 
 def widen(value: CExpr, element: str) -> tuple[CExpr, str]:
-    """A value ready for arithmetic: narrow floats become f32."""
+    """A value ready for arithmetic: narrow floats become f32, integers narrower than a byte int."""
     if element in NARROW_FLOATS:
         return cexpr.call("choreo::to_f32", value), "f32"
+    if element in SMALL_INTS:
+        return cexpr.call("choreo::to_int", value), "s32"
     return value, element
 
 
@@ -63,8 +70,8 @@ def convert(value: CExpr, source: str, target: str) -> CExpr:
     """`value` (of type `source`) as a `target` to store: rounding into narrow floats, widening out of them."""
     if source == target:
         return value
-    if source in NARROW_FLOATS:
+    if source in STORED_AS_BITS:
         value, source = widen(value, source)
-    if target in NARROW_FLOATS:
+    if target in STORED_AS_BITS:
         return cexpr.call(f"choreo::to_{target}", value)
     return value

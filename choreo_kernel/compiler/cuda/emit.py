@@ -2,22 +2,27 @@
 
 A function's statements at host level become a `FunctionPlan` for the runtime; each
 outermost `parallel` becomes one `__global__` kernel named after the function. The wgmma
-forms the kernels use are generated once, before them (wgmma.py).
+forms the kernels use are generated once, before them (wgmma.py), and so is the device code
+their `call`s reach (devicecode.py).
 """
 
 from __future__ import annotations
 
 from importlib import resources
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import UNKNOWN, Scalar, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
-from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT
+from choreo_kernel.compiler.cuda.cexpr import Term
+from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT, Arena
 from choreo_kernel.compiler.cuda.expressions import Expressions
+from choreo_kernel.compiler.cuda.host_values import HostUpdate, host_update
 from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
+    HostCheck,
+    HostPrint,
     HostScalar,
     KernelParameter,
     Launch,
@@ -26,11 +31,21 @@ from choreo_kernel.compiler.cuda.plan import (
     WaitSite,
 )
 from choreo_kernel.compiler.cuda.statements import KernelEmitter, names_in
-from choreo_kernel.compiler.cuda.views import Lowered, LoweringError, Operand, ShapeValue, View, buffer
+from choreo_kernel.compiler.cuda.views import (
+    BufferSlots,
+    Lowered,
+    LoweringError,
+    Operand,
+    ShapeValue,
+    View,
+    buffer,
+)
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names, source_names
+from choreo_kernel.compiler.devicecode import render
 from choreo_kernel.compiler.diagnostics import ERROR, Diagnostic, Note
 from choreo_kernel.compiler.program import Analysis
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.evaluate import constant
+from choreo_kernel.compiler.semantics.levels import MAX_THREADS_PER_BLOCK, Level, Storage
 from choreo_kernel.compiler.version import __version__
 
 HEADER = "choreo_runtime.cuh"
@@ -75,6 +90,12 @@ def lower_program(analysis: Analysis) -> LoweredProgram:
             out.line()
             out.lines.extend(text.splitlines())
         out.line("}  // namespace choreo")
+    if analysis.device_code:
+        out.line()
+        if any("__co_device__" in part.text for part in analysis.device_code):
+            out.line("#define __co_device__ __device__  // Croqtile's mark of device functions")
+        lines, program.device_lines = render(analysis.device_code, len(out.lines) + 1)
+        out.lines.extend(lines)
     out.lines.extend(functions.lines)
     program.source = out.text() + "\n"
     return program
@@ -150,6 +171,8 @@ class FunctionLowering:
     def _parameter(self, param: ast.Param) -> Symbol:
         symbol = self._symbol_named(param.name, param)
         shape = param.type.shape
+        if param.is_stream:  # a host value only: `parallel<s>` names the stream a launch goes on
+            return symbol
         if shape is None:
             self._host(symbol, Operand(cexpr.name(self.names.source(param.name)), param.type.name))
             return symbol
@@ -188,53 +211,61 @@ class FunctionLowering:
     def _host_statement(self, stmt: ast.Stmt) -> Step | None:
         if isinstance(stmt, ast.Empty | ast.Unsupported):
             return None
-        if isinstance(stmt, ast.BufferDecl) and not stmt.array_dims:
+        if isinstance(stmt, ast.Print):
+            return None if stmt.compile_time else HostPrint(stmt, self.info.print_formats[id(stmt)])
+        if isinstance(stmt, ast.Assert):
+            known = self.info.value_of.get(id(stmt.condition))
+            return None if isinstance(known, Scalar) and known.const else HostCheck(stmt)
+        if isinstance(stmt, ast.BufferDecl):
             symbol = self.expressions.declared_by(stmt)
             dims = self.expressions.dims(stmt.shape)
+            counts = tuple(self.expressions.integer(count) for count in stmt.array_dims)
             view = buffer(
                 stmt.elem_type, cexpr.name(self.names.source(stmt.name)), dims, Storage.GLOBAL, stmt.name
             )
-            if symbol is not None:
-                self._host(symbol, view)
+            if symbol is not None:  # a buffer array is one allocation, its buffers one after another
+                self._host(symbol, BufferSlots(view, counts) if counts else view)
             if stmt.init is not None and len(stmt.init) != 1:
                 raise LoweringError("the CUDA backend fills a buffer with one value: '{v}'", stmt)
             fill = stmt.init[0] if stmt.init else None
-            return HostBuffer(symbol, stmt.elem_type, stmt.shape, fill) if symbol is not None else None
+            shape = (*stmt.array_dims, *stmt.shape)
+            return HostBuffer(symbol, stmt.elem_type, shape, fill) if symbol is not None else None
         if isinstance(stmt, ast.ShapeDecl | ast.TupleDecl):
             symbol = self.expressions.declared_by(stmt)
             if symbol is not None:
                 self._host(symbol, ShapeValue(self.expressions.dims((stmt.value,))))
             return None
-        if isinstance(stmt, ast.ScalarDecl) and stmt.mutable:
-            raise LoweringError(
-                f"'{stmt.name}' is a mutable scalar at host level; the CUDA backend computes host-level "
-                "scalars once, before the kernels, so they cannot change: drop 'mutable', or declare it "
-                "inside a parallel",
-                stmt,
-            )
-        scalar = _host_scalar(stmt)
-        if scalar is not None:
-            symbol = self.expressions.declared_by(stmt)
-            if symbol is None and isinstance(stmt, ast.Assign):
-                raise LoweringError("host-level scalars cannot change on the CUDA backend", stmt)
-            value = symbol.value if symbol is not None else None
-            if symbol is None or not isinstance(value, Scalar):
-                return None
-            if isinstance(value.const, int):  # known at compile time: the kernels use the number
-                self._host(symbol, Operand(cexpr.const(value.const), value.type))
-                return None
-            self._host(symbol, Operand(cexpr.name(self.names.source(symbol.name)), value.type))
-            return HostScalar(symbol, value.type, scalar)
+        update = host_update(stmt, self.info)
+        if update is not None:
+            return self._host_value(update)
         raise LoweringError(
             "at host level (outside every parallel) the CUDA backend runs declarations, parallel blocks and "
             "'return'; move this statement into a parallel",
             stmt,
         )
 
+    def _host_value(self, update: HostUpdate) -> Step | None:
+        """A host-level scalar computed where its statement stands (host_values.py); a view or shape
+        given a name is another name for the same data."""
+        symbol = update.symbol
+        if symbol is None:
+            return None
+        value = symbol.value
+        if not isinstance(value, Scalar):
+            if update.declares:
+                self.bindings[symbol] = self.expressions.value(update.value)
+            return None
+        if update.declares and not symbol.mutable and isinstance(value.const, int):
+            self._host(symbol, Operand(cexpr.const(value.const), value.type))  # the kernels use the number
+            return None
+        if symbol not in self.bindings:
+            self._host(symbol, Operand(cexpr.name(self.names.source(symbol.name)), value.type))
+        return HostScalar(symbol, value.type, update.value)
+
     # ------------------------------------------------------------------ kernels
 
     def _kernel(self, stmt: ast.Parallel) -> tuple[Launch, str, set[Symbol]]:
-        names = Names(self.names.taken)
+        names = Names(self.names.taken, (self.names.source(symbol.name) for symbol in self.host_order))
         bindings = dict(self.bindings)
         emitter = KernelEmitter(self.info, stmt, bindings, names, self.wait_sites)
         body = emitter.emit()
@@ -247,14 +278,14 @@ class FunctionLowering:
         out.line(
             f"// __co__ {self.function.name}, line {self.function.span.line}: kernel for the parallel at line {stmt.span.line}"
         )
-        bounds = (
-            f"{emitter.threads.block_threads}, 1" if emitter.roles else f"{emitter.threads.block_threads}"
-        )
+        block_threads = emitter.threads.block_threads
+        factors = self._thread_factors(emitter) if block_threads is None else ()
         if emitter.roles:
             out.line(
                 "// one block per SM: its warpgroups trade registers with setmaxnreg (producer and consumers)"
             )
-        out.line(f'extern "C" __global__ void __launch_bounds__({bounds}) {kernel_name}({signature}) {{')
+        limits = kernel_limits(stmt, block_threads or MAX_THREADS_PER_BLOCK, bool(emitter.roles))
+        out.line(f'extern "C" __global__ void {limits} {kernel_name}({signature}) {{')
         arena = emitter.arena
         shared_bytes = arena.size
         if arena.size + (arena.alignment if arena.alignment > SHARED_ALIGNMENT else 0) > MAX_SHARED_BYTES:
@@ -263,9 +294,16 @@ class FunctionLowering:
                 f"{MAX_SHARED_BYTES} (227 KiB): use smaller tiles or fewer stages",
                 stmt,
             )
-        if arena.size:
-            layout = ", ".join(f"{name} at {offset}" for name, offset, _ in arena.entries)
-            out.line(f"  // shared memory ({arena.size} bytes): {layout}")
+        dynamic = self._dynamic_shared(arena, parameters)
+        if arena.dynamic:
+            shared_bytes = arena.fixed_size
+        if arena.size or arena.dynamic:
+            placed = [f"{name} at {offset}" for name, offset, _ in arena.entries]
+            placed += [f"{name} after them" for name, _, _ in arena.dynamic]
+            size = f"{arena.size} bytes" + (
+                " and those of the buffers sized at launch" if arena.dynamic else ""
+            )
+            out.line(f"  // shared memory ({size}): {', '.join(placed)}")
             if arena.alignment > SHARED_ALIGNMENT:
                 shared_bytes += arena.alignment  # room to align the start
                 out.line(
@@ -279,6 +317,10 @@ class FunctionLowering:
                 out.line(
                     f"  extern __shared__ __align__({arena.alignment}) unsigned char {emitter.shared_memory}[];"
                 )
+        if arena.dynamic:
+            out.line(
+                f"  unsigned char* const {emitter.shared_dynamic} = {emitter.shared_memory} + {arena.fixed_size};"
+            )
         out.line(
             f"  if (!choreo::block_starts({emitter.status})) return;  // the launch already gave up on a wait"
         )
@@ -286,8 +328,63 @@ class FunctionLowering:
         out.line("  choreo::block_ends();")
         out.line("}")
         self.wrappers.update(emitter.mma.wrappers())
-        launch = Launch(kernel_name, stmt, grid, emitter.threads.block_threads, shared_bytes, parameters)
+        cooperative = stmt.clauses[0].cooperative and self.info.levels_of[id(stmt)][0] == Level.BLOCK
+        stream = self.info.symbol_of.get(id(stmt.stream)) if stmt.stream is not None else None
+        launch = Launch(
+            kernel_name,
+            stmt,
+            grid,
+            block_threads or 0,
+            shared_bytes,
+            parameters,
+            dynamic_shared=dynamic,
+            cooperative=cooperative,
+            prints=emitter.prints,
+            stream=stream,
+            thread_factors=factors,
+        )
         return launch, out.text(), written
+
+    @staticmethod
+    def _dynamic_shared(arena: Arena, parameters: tuple[KernelParameter, ...]) -> Term | None:
+        """The bytes of the buffers sized at launch, as a term the host evaluates from the kernel's scalar
+        parameters; a size that needs anything else (a loop variable, a value computed in the kernel) is an
+        error at the buffer that has it."""
+        if not arena.dynamic:
+            return None
+        known = {p.name for p in parameters if p.kind in ("scalar", "dim", "extent")}
+        for _, size, node in arena.dynamic:
+            missing = sorted(cexpr.names_in(size.term) - known) if size.term is not None else ["?"]
+            if missing:
+                what = (
+                    f"shared buffer '{node.name}'" if isinstance(node, ast.BufferDecl) else "'=> shared' here"
+                )
+                raise LoweringError(
+                    f"the size of {what} depends on {', '.join(missing)}, which the host cannot know when it "
+                    "launches the kernel: shared memory is sized at launch from the function's arguments (make the "
+                    "extents depend on parameters only, or fix them with a #define)",
+                    node,
+                )
+        assert arena.dynamic_size.term is not None
+        return arena.dynamic_size.term
+
+    def _thread_factors(self, emitter: KernelEmitter) -> tuple[int | ast.Expr, ...]:
+        """The factors of a block size the arguments give, which the host evaluates at each call: their
+        names must be known before the launch."""
+        factors = emitter.threads.launch.block_factors()
+        for factor in factors:
+            if isinstance(factor, int):
+                continue
+            for name in _names_in_expr(factor):
+                symbol = self.info.symbol_of.get(id(name))
+                if symbol is not None and symbol not in self.bindings:
+                    raise LoweringError(
+                        f"the thread count '{printer.expression(factor)}' uses '{name.id}', which the kernel "
+                        "computes; the block size must be known before the launch (a parameter, a dimension "
+                        "or a host-level value)",
+                        factor,
+                    )
+        return factors
 
     def _kernel_parameters(self, stmt: ast.Parallel, emitter: KernelEmitter) -> tuple[KernelParameter, ...]:
         """The host-level values the kernel refers to (and the dimensions their shapes need), in order."""
@@ -298,6 +395,8 @@ class FunctionLowering:
                 continue
             value = self.bindings[symbol]
             c_name = self.names.source(symbol.name)
+            if isinstance(value, BufferSlots):
+                value = value.element
             if isinstance(value, View):
                 parameters.append(KernelParameter(c_name, "array", value.elem, symbol))
                 for dim in value.dims:
@@ -321,6 +420,8 @@ class FunctionLowering:
             )
         order = {"array": 0, "tensor_map": 1, "extent": 2, "scalar": 3, "dim": 4}
         parameters.sort(key=lambda parameter: order[parameter.kind])
+        if emitter.syncs_grid:
+            parameters.append(KernelParameter(emitter.grid_barrier, "grid_barrier", "u32"))
         parameters.append(KernelParameter(emitter.status, "status", "u64"))
         return tuple(parameters)
 
@@ -341,6 +442,8 @@ class FunctionLowering:
                 exprs.extend(declaration.shape)
             elif isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
                 exprs.append(declaration.value)
+            elif isinstance(declaration, ast.Assign) and symbol not in self.host_order:
+                exprs.append(declaration.value)  # another name for a view: the kernel needs what it names
             for expr in exprs:
                 pending.extend(
                     self.info.symbol_of[id(n)] for n in _names_in_expr(expr) if id(n) in self.info.symbol_of
@@ -350,6 +453,8 @@ class FunctionLowering:
     def _c_parameter(self, parameter: KernelParameter, written: set[Symbol]) -> str:
         if parameter.kind == "status":
             return f"choreo::Status* {parameter.name}"
+        if parameter.kind == "grid_barrier":
+            return f"unsigned* {parameter.name}"
         if parameter.kind == "tensor_map":
             return f"const __grid_constant__ choreo::TensorMap {parameter.name}"
         c_type = elements.c_type(parameter.element)
@@ -359,18 +464,36 @@ class FunctionLowering:
         return f"{c_type} {parameter.name}"
 
 
-def _host_scalar(stmt: ast.Stmt) -> ast.Expr | None:
-    """The value of an immutable scalar declared at host level, or None for any other statement."""
-    if (
-        isinstance(stmt, ast.ScalarDecl)
-        and not stmt.mutable
-        and stmt.init is not None
-        and stmt.storage is None
-    ):
-        return stmt.init
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name) and stmt.op == "=":
-        return stmt.value
-    return None
+def kernel_limits(stmt: ast.Parallel, threads: int, specialized: bool) -> str:
+    """`__launch_bounds__(threads[, blocks])`, or `__maxnreg__(n)` for `[[maxnreg(n)]]` (nvcc takes one of
+    the two per kernel; the analysis warns when both are written). A warp-specialized kernel runs one
+    block per SM, for the registers its warpgroups trade with setmaxnreg."""
+    attributes = {attribute.name: attribute for attribute in stmt.attributes}
+    registers = attributes.get("maxnreg")
+    if registers is not None:
+        if specialized:
+            raise LoweringError(
+                "[[maxnreg]] on a warp-specialized kernel: its warpgroups set their own registers with setmaxnreg",
+                registers,
+            )
+        return f"__maxnreg__({constant(registers.args[0])})"
+    bounds = attributes.get("launch_bounds")
+    values = (
+        [threads if _is_placeholder(arg) else constant(arg) for arg in bounds.args] if bounds else [threads]
+    )
+    if specialized:
+        if len(values) == 2 and values[1] not in (0, 1):
+            raise LoweringError(
+                f"[[launch_bounds(..., {values[1]})]] on a warp-specialized kernel, which runs one block per SM "
+                "(its warpgroups trade registers with setmaxnreg)",
+                bounds or stmt,
+            )
+        values = [values[0], 1]
+    return f"__launch_bounds__({', '.join(str(value) for value in values)})"
+
+
+def _is_placeholder(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == "_"
 
 
 def _names_in_expr(expr: ast.Expr) -> list[ast.Name]:

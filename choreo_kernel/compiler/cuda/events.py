@@ -42,7 +42,7 @@ MAX_PHASE_SLOTS = 64
 
 @dataclass(frozen=True)
 class EventUse:
-    statement: ast.Wait | ast.Trigger
+    statement: ast.Wait | ast.Trigger | ast.While  # a while tests the event: `while (full)`
     target: ast.Expr
     form: str  # "plain", "index", "at"
     conditional: bool  # inside an `if` or `while` of the kernel
@@ -202,6 +202,33 @@ class Events:
             ]
         write_once(lines, out)
 
+    def pending(self, target: ast.Expr) -> CExpr:
+        """Whether the generation that a wait on `target` would wait for here is still pending (a
+        `while (e)` test, which leaves the generation for a later wait); a plain event array is
+        pending while any of its slots is."""
+        lowering, form, selector = self._target(target)
+        if not selector.pure:
+            raise LoweringError(
+                "a 'while' tests its events on every iteration, so their order cannot change as it is read "
+                "('e.at(k++)'): advance the order in the loop's body",
+                target,
+            )
+        name = lowering.name
+        if form == "at":
+            slot, parity = self._ring(lowering, selector)
+        elif form == "plain" and lowering.slots > 1:
+            return cexpr.call(
+                "choreo::any_pending",
+                cexpr.name(name),
+                cexpr.const(lowering.slots),
+                cexpr.name(lowering.phase or ""),
+            )
+        else:
+            slot = selector
+            parity = cexpr.binary("&", cexpr.binary(">>", cexpr.name(lowering.phase or ""), slot), cexpr.ONE)
+        test = cexpr.call("choreo::mbarrier_try_wait_parity", cexpr.raw(f"&{name}[{slot.text}]"), parity)
+        return cexpr.unary("!", test)
+
     def trigger(self, target: ast.Expr, out: CodeWriter) -> None:
         lowering, _, _ = self._target(target)
         address, setup = self.barrier(target)
@@ -289,8 +316,14 @@ def _collect_uses(info: FunctionInfo, stmt: ast.Stmt) -> dict[Symbol, list[Event
     pending: list[tuple[ast.Stmt, bool]] = [(stmt, False)]
     while pending:
         node, conditional = pending.pop()
+        targets: tuple[ast.Expr, ...] = ()
         if isinstance(node, ast.Wait | ast.Trigger):
-            for target in node.targets:
+            targets = node.targets
+        elif isinstance(node, ast.While):
+            targets = tuple(_tested_events(info, node.condition))
+        if targets:
+            assert isinstance(node, ast.Wait | ast.Trigger | ast.While)
+            for target in targets:
                 symbol = info.event_named(target)
                 if symbol is None:
                     continue
@@ -303,3 +336,14 @@ def _collect_uses(info: FunctionInfo, stmt: ast.Stmt) -> dict[Symbol, list[Event
         inner = conditional or isinstance(node, ast.If | ast.While)
         pending.extend((child, inner) for child in ast.child_statements(node))
     return uses
+
+
+def _tested_events(info: FunctionInfo, condition: ast.Expr) -> list[ast.Expr]:
+    """The events a `while` condition tests: the operands of its `!`, `&&` and `||` that name events."""
+    if isinstance(condition, ast.Paren):
+        return _tested_events(info, condition.inner)
+    if isinstance(condition, ast.Unary) and condition.op == "!":
+        return _tested_events(info, condition.operand)
+    if isinstance(condition, ast.Binary) and condition.op in ("&&", "||"):
+        return _tested_events(info, condition.left) + _tested_events(info, condition.right)
+    return [condition] if info.event_named(condition) is not None else []

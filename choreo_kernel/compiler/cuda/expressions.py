@@ -10,14 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.builtins import MATH_BUILTINS
+from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS
 from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.resolve.selection import SELECT
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.device_calls import DeviceCallExpressions
+from choreo_kernel.compiler.cuda.selection import FactorCheck, lower_select
 from choreo_kernel.compiler.cuda.views import (
     BufferSlots,
     FutureValue,
+    IndexTuple,
     Lowered,
     LoweringError,
     Operand,
@@ -28,23 +32,18 @@ from choreo_kernel.compiler.cuda.views import (
     element_count,
 )
 from choreo_kernel.compiler.semantics import cint
+from choreo_kernel.compiler.semantics.math import MATH_FUNCTIONS
 
 _COMPARISON = ("==", "!=", "<", ">", "<=", ">=", "&&", "||")
-_MATH_FUNCTIONS = {
-    "__exp": "exp",
-    "__log": "log",
-    "__sqrt": "sqrt",
-    "__rsqrt": "rsqrt",
-    "__tanh": "tanh",
-}
 
 
-class Expressions:
+class Expressions(DeviceCallExpressions):
     """Compiles expressions against the bindings the emitter has made so far."""
 
     def __init__(self, info: FunctionInfo, bindings: dict[Symbol, Lowered]) -> None:
         self.info = info
         self.bindings = bindings
+        self.check_select: FactorCheck | None = None  # how a kernel checks a select factor at run time
         self._declared: dict[tuple[int, str], Symbol] = {}  # (id(declaring node), name) -> symbol
         for symbol in (*info.symbol_of.values(), *info.events):
             self._declared.setdefault((id(symbol.declaration), symbol.name), symbol)
@@ -91,14 +90,7 @@ class Expressions:
         return value
 
     def view(self, expr: ast.Expr) -> View:
-        value = self.value(expr)
-        if isinstance(value, TilingView):
-            return value.tile()
-        if isinstance(value, FutureValue):
-            return self._future_data(value, expr)
-        if isinstance(value, View):
-            return value
-        raise LoweringError("spanned data is needed here", expr)
+        return self._as_view(self.value(expr), expr)
 
     def dims(self, items: Sequence[ast.Expr]) -> tuple[CExpr, ...]:
         """Dimensions listed in a shape; an item that is a shape (`a.span`) adds all of its dimensions."""
@@ -107,9 +99,37 @@ class Expressions:
             value = self.value(item)
             if isinstance(value, ShapeValue | View):
                 dims.extend(value.dims)
+            elif isinstance(value, IndexTuple):  # the values of a bounded ituple's elements
+                dims.extend(element.expr for element in value.items)
             else:
                 dims.append(self.operand(item).expr)
         return tuple(dims)
+
+    def indices(self, args: Sequence[ast.Expr]) -> list[Operand | None]:
+        """The entries of a view's index list, a bounded ituple, an ituple or a shape spliced in element by
+        element; None for `_` (a whole dimension)."""
+        entries: list[Operand | None] = []
+        for arg in args:
+            if isinstance(arg, ast.Name) and arg.id == "_":
+                entries.append(None)
+                continue
+            value = self.value(arg)
+            if isinstance(value, IndexTuple):
+                entries.extend(value.items)
+            elif isinstance(value, ShapeValue):
+                entries.extend(Operand(dim, "s32") for dim in value.dims)
+            elif isinstance(value, Operand):
+                entries.append(value)
+            else:
+                raise LoweringError("an index must be an integer", arg)
+        return entries
+
+    def integers(self, args: Sequence[ast.Expr]) -> tuple[CExpr, ...]:
+        """An index, offset or extent list, tuples spliced in."""
+        entries = self.indices(args)
+        if any(entry is None for entry in entries):
+            raise LoweringError("'_' keeps a whole dimension only in chunkat", args[0])
+        return tuple(entry.expr for entry in entries if entry is not None)
 
     def counts(self, count: ast.Expr) -> tuple[CExpr, ...]:
         """The counts of a `parallel`/`foreach`/`with`: `[a, b]`, a shape, or one integer."""
@@ -126,7 +146,9 @@ class Expressions:
         return value
 
     def _IntLiteral(self, expr: ast.IntLiteral) -> Lowered:
-        literal = cint.literal_type(expr.value, expr.unsigned) or "s64"  # the analysis rejects wider ones
+        literal = (
+            cint.literal_type(expr.value, expr.unsigned, expr.long) or "s64"
+        )  # the analysis rejects wider ones
         if literal == "s32":
             return Operand(cexpr.const(expr.value), literal)
         suffix = {"u32": "u", "u64": "ull", "s64": "ll"}[literal]
@@ -171,6 +193,11 @@ class Expressions:
     def _Binary(self, expr: ast.Binary) -> Lowered:
         if expr.op == "#":
             return self._compose(expr)
+        if expr.op in ("#-", "#+"):
+            bounded, moved = self.operand(expr.left), self.integer(expr.right)
+            if bounded.bound is None:
+                raise LoweringError(f"'{expr.op}' changes the bound of a bounded value", expr)
+            return Operand(bounded.expr, "s32", cexpr.binary(expr.op[1], bounded.bound, moved))
         left, right = self.value(expr.left), self.value(expr.right)
         if isinstance(left, ShapeValue) or isinstance(right, ShapeValue):
             return self._shape_arithmetic(expr, left, right)
@@ -209,6 +236,9 @@ class Expressions:
 
     def _Unary(self, expr: ast.Unary) -> Lowered:
         if expr.op == "#":
+            tuple_value = self.value(expr.operand)
+            if isinstance(tuple_value, IndexTuple):  # the bounds of a bounded ituple, a shape
+                return ShapeValue(tuple(_bound(item, expr) for item in tuple_value.items))
             operand = self.operand(expr.operand)
             if operand.bound is None:
                 raise LoweringError("'#' gives the bound of a bounded value", expr)
@@ -241,7 +271,7 @@ class Expressions:
     def _Cast(self, expr: ast.Cast) -> Lowered:
         operand = self.operand(expr.operand)
         target = expr.type_name
-        if target in elements.NARROW_FLOATS:
+        if target in elements.STORED_AS_BITS:
             return Operand(elements.convert(operand.expr, operand.type, target), target)
         value, _ = elements.widen(operand.expr, operand.type)
         return Operand(cexpr.call(f"static_cast<{elements.c_type(target)}>", value), target)
@@ -255,34 +285,56 @@ class Expressions:
         target = self.value(callee)
         if isinstance(target, ShapeValue):
             return Operand(self._dimension(target.dims, expr.args, expr), "s32")
+        if isinstance(target, IndexTuple):  # index(k): element k
+            position = self.constant(expr.args[0], "an element index") if len(expr.args) == 1 else -1
+            if len(expr.args) != 1 or not -len(target.items) <= position < len(target.items):
+                raise LoweringError(
+                    "an element of a bounded ituple is selected with one index in range", expr
+                )
+            return target.items[position]
         if isinstance(target, Operand) and target.bound is not None and len(expr.args) == 1:
             # j(k): the value k of a with-variable's range; j(-1) is #j - 1 (language.md 12.8).
             index = self.integer(expr.args[0])
             if index.value is not None:
-                return Operand(cexpr.add(target.bound, index) if index.value < 0 else index, "s32")
+                value = cexpr.add(target.bound, index) if index.value < 0 else index
+                return Operand(value, "s32", target.bound)
             negative = cexpr.binary("<", index, cexpr.ZERO)
-            return Operand(cexpr.ternary(negative, cexpr.add(target.bound, index), index), "s32")
+            return Operand(
+                cexpr.ternary(negative, cexpr.add(target.bound, index), index), "s32", target.bound
+            )
         raise LoweringError("this call has no CUDA lowering", expr)
 
-    def _builtin(self, name: str, expr: ast.Call) -> Operand:
+    def _builtin(self, name: str, expr: ast.Call) -> Lowered:
+        if name in ATOMIC_BUILTINS:
+            return self._atomic(name, expr)
+        if name == SELECT:
+            views = [self.view(arg) for arg in expr.args[1:]]
+            checked = id(expr) in self.info.checked_selects
+            return lower_select(expr, self.integer(expr.args[0]), views, checked, self.check_select)
         args = [self.operand(arg) for arg in expr.args]
         if name == "cdiv" and len(args) == 2:
             a, b = args[0].expr, args[1].expr
             if a.value is not None and b.value is not None and b.value > 0:
                 return Operand(cexpr.const(cint.cdiv(a.value, b.value)), "s32")
             return Operand(cexpr.call("choreo::cdiv", a, b), "s32")
+        function = MATH_FUNCTIONS.get(name)
+        if function is None or len(args) != function.arity:
+            raise LoweringError(f"'{name}' has no CUDA lowering", expr)
         widened = [elements.widen(arg.expr, arg.type) for arg in args]
-        if name in ("__max", "__min") and len(args) == 2:
-            result = elements.arithmetic_type(widened[0][1], widened[1][1])
-            return Operand(cexpr.call(f"choreo::{name[2:]}", widened[0][0], widened[1][0]), result)
-        if name == "__abs" and len(args) == 1:
-            return Operand(cexpr.call("choreo::abs", widened[0][0]), widened[0][1])
-        if name in MATH_BUILTINS and len(args) == 1:
-            value, element = widened[0]
-            double = element == "f64"
-            function = _MATH_FUNCTIONS[name] + ("" if double else "f")
-            return Operand(cexpr.call(function, value), "f64" if double else "f32")
-        raise LoweringError(f"'{name}' has no CUDA lowering", expr)
+        types = [element for _, element in widened]
+        device = f"choreo::math::{function.device}"
+        if function.result == "floating":  # computed in double where an argument is one, else in float
+            result = "f64" if "f64" in types else "f32"
+            values = [
+                value if element == result else cexpr.call(f"static_cast<{elements.c_type(result)}>", value)
+                for value, element in widened
+            ]
+            return Operand(cexpr.call(device, *values), result)
+        result = types[0] if len(types) == 1 else elements.arithmetic_type(*types)
+        known = [value.value for value, _ in widened]
+        if function.result == "integer" and all(v is not None for v in known) and known[1] != 0:
+            return Operand(cexpr.const(function.reference(None, *known)), result)
+        return Operand(cexpr.call(device, *(value for value, _ in widened)), result)
 
     def _dimension(self, dims: tuple[CExpr, ...], args: tuple[ast.Expr, ...], expr: ast.Expr) -> CExpr:
         if len(args) != 1:
@@ -302,6 +354,8 @@ class Expressions:
             return ShapeValue(self._as_view(base, expr).dims)
         if expr.name == "data" and isinstance(base, FutureValue):
             return self._future_data(base, expr)
+        if expr.name == "data":
+            return self._as_view(base, expr)
         raise LoweringError(f"'.{expr.name}' has no CUDA lowering here", expr)
 
     def _Method(self, expr: ast.Method) -> Lowered:
@@ -309,15 +363,12 @@ class Expressions:
         name, args = expr.name, expr.args
         if isinstance(base, TilingView):
             if name == "step":
-                return TilingView(base.view, base.extents, tuple(self.integer(a) for a in args))
+                return TilingView(base.view, base.extents, self.integers(args), base.tail)
             if name == "at":
-                return base.at(tuple(self.integer(a) for a in args))
+                return base.at(self.integers(args))
             base = base.tile()
-        if isinstance(base, WindowView):
-            if name != "from":
-                raise LoweringError("'.view(...)' is followed by '.from(...)'", expr)
-            offsets = tuple(self.integer(a) for a in args)
-            return base.view.shifted(offsets, (cexpr.ONE,) * len(offsets), base.extents)
+        if isinstance(base, WindowView) and name == "from":
+            return base.at(self.integers(args))
         if name == "span" and isinstance(base, ShapeValue):
             return Operand(self._dimension(base.dims, args, expr), "s32")
         view = self._as_view(base, expr)
@@ -326,29 +377,42 @@ class Expressions:
         if name == "chunkat":
             return self._chunkat(view, args)
         if name in ("subspan", "chunk"):
-            sizes = tuple(self.integer(a) for a in args)
+            sizes = self._extents(view, args)
             if name == "chunk":
                 sizes = tuple(cexpr.binary("/", dim, size) for dim, size in zip(view.dims, sizes))
             return TilingView(view, sizes, sizes)
         if name == "at":
             return self._at(view, args)
+        if name == "modspan":  # the tail that whole tiles leave (resolve/views.py)
+            sizes = self.integers(args)
+            extents = tuple(cexpr.binary("%", dim, size) for dim, size in zip(view.dims, sizes))
+            tail = tuple(cexpr.binary("/", dim, size) for dim, size in zip(view.dims, sizes))
+            return TilingView(view, extents, sizes, tail)
         if name == "view":
-            return WindowView(view, tuple(self.integer(a) for a in args))
+            return WindowView(view, self._extents(view, args), self.integers(expr.strides))
         if name == "span_as":
-            if not view.is_compact:
-                raise LoweringError(
-                    f"'span_as' needs contiguous data; this view of '{view.root}' is strided", expr
-                )
             return view.reshaped(self.dims(args))
+        if name == "sqz":
+            return view.squeezed()
         raise LoweringError(f"'.{name}' has no CUDA lowering", expr)
+
+    def _extents(self, view: View, args: tuple[ast.Expr, ...]) -> tuple[CExpr, ...]:
+        """Extents of a tile or window, tuples spliced in; `_` keeps the view's dimension whole."""
+        entries = self.indices(args)
+        dims = (*view.dims, *(cexpr.ZERO,) * len(entries))
+        return tuple(dim if entry is None else entry.expr for entry, dim in zip(entries, dims))
 
     def _as_view(self, value: Lowered, expr: ast.Expr) -> View:
         if isinstance(value, View):
             return value
         if isinstance(value, TilingView):
             return value.tile()
+        if isinstance(value, WindowView):
+            return value.window()
         if isinstance(value, FutureValue):
             return self._future_data(value, expr)
+        if isinstance(value, BufferSlots):
+            raise LoweringError("index every dimension of the buffer array to get one buffer", expr)
         raise LoweringError("spanned data is needed here", expr)
 
     def _future_data(self, future: FutureValue, expr: ast.Expr) -> View:
@@ -361,20 +425,17 @@ class Expressions:
     def _chunkat(self, view: View, args: tuple[ast.Expr, ...]) -> View:
         indices: list[CExpr] = []
         extents: list[CExpr] = []
-        for arg, dim in zip(args, view.dims):
-            if isinstance(arg, ast.Name) and arg.id == "_":
+        for index, dim in zip(self.indices(args), view.dims):
+            if index is None:
                 indices.append(cexpr.ZERO)
                 extents.append(dim)
                 continue
-            index = self.operand(arg)
-            if index.bound is None:
-                raise LoweringError("a chunkat index must be a bounded value", arg)
             indices.append(index.expr)
-            extents.append(cexpr.binary("/", dim, index.bound))
+            extents.append(cexpr.binary("/", dim, _bound(index, args[0])))
         return view.shifted(tuple(indices), tuple(extents), tuple(extents))
 
     def _at(self, view: View, args: tuple[ast.Expr, ...]) -> Lowered:
-        indices = tuple(self.integer(a) for a in args)
+        indices = self.integers(args)
         if len(indices) < len(view.dims):
             return view.drop_leading(indices)
         return Operand(view.element(indices), view.elem, storage=view.storage)
@@ -398,6 +459,12 @@ class Expressions:
                 item.op, self._derived_dim(base, item.left), self._derived_dim(base, item.right)
             )
         return self.integer(item)
+
+
+def _bound(index: Operand, node: ast.Node) -> CExpr:
+    if index.bound is None:
+        raise LoweringError("a chunkat index must be a bounded value", node)
+    return index.bound
 
 
 def root_name(expr: ast.Expr | None) -> ast.Name | None:

@@ -8,11 +8,15 @@ binary serves every shape that binds the symbolic dimensions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import Symbol
-from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic
+from choreo_kernel.compiler.cuda.cexpr import Term, evaluate
+from choreo_kernel.compiler.devicecode import LineMap
+from choreo_kernel.compiler.diagnostics import ChoreoError, Diagnostic, Span
+from choreo_kernel.compiler.semantics.printing import Piece
 
 
 @dataclass(frozen=True)
@@ -22,8 +26,8 @@ class KernelParameter:
     `kind` is "array" (a parameter or host buffer: its device pointer), "tensor_map" (a TMA
     descriptor of array `symbol` for copies of `box`, outermost first, with `swizzle`),
     "scalar" (a scalar parameter or host scalar), "dim" (a symbolic dimension), "extent"
-    (dimension `axis` of array `symbol`, for a `?` dimension) or "status" (where a timed-out
-    wait reports).
+    (dimension `axis` of array `symbol`, for a `?` dimension), "status" (where a timed-out
+    wait reports) or "grid_barrier" (two counters of a cooperative launch's grid barrier).
     """
 
     name: str
@@ -37,21 +41,45 @@ class KernelParameter:
 
 @dataclass(frozen=True)
 class WaitSite:
-    """A bounded wait, so a timeout can name the event and the statement."""
+    """A place where a kernel can report a failure, so the host can name it: a bounded wait on an event
+    (`kind` "event"), a grid barrier ("barrier"), a `while (event)` loop ("spin"), an `assert` whose
+    condition was false ("assert", with its `message`), or a run-time check such as a `select` factor out
+    of range ("check", `message` saying what was wrong)."""
 
     event: str
     line: int
     text: str
+    kind: str = "event"
+    message: str = ""
+    span: Span | None = None
 
 
 @dataclass(frozen=True)
 class Launch:
+    """One kernel launch. `shared_bytes` is the shared memory of a size known at compile time; where some
+    buffers are sized by the call's arguments, `dynamic_shared` is their bytes as a term over the kernel's
+    scalar parameters (by name), which the runtime evaluates at launch and adds."""
+
     kernel: str
     statement: ast.Parallel
     grid: tuple[ast.Expr, ...]  # one count per block variable (x, y, z)
     threads: int
     shared_bytes: int
     parameters: tuple[KernelParameter, ...]
+    dynamic_shared: Term | None = None
+    cooperative: bool = False  # `block<cooperative>`: launched with cuLaunchCooperativeKernel
+    prints: bool = False  # calls printf: the host flushes the output after it
+
+    stream: Symbol | None = None  # `parallel<s>`: the stream it launches on (else the current one)
+    # where the arguments give the block size (`threads` is 0): the factors whose product it is, each a
+    # number or an expression the host evaluates at the call
+    thread_factors: tuple[int | ast.Expr, ...] = ()
+
+    def shared_bytes_for(self, values: Mapping[str, int]) -> int:
+        """The shared memory of the launch, given the values of its scalar parameters by name."""
+        if self.dynamic_shared is None:
+            return self.shared_bytes
+        return self.shared_bytes + evaluate(self.dynamic_shared, values)
 
     @property
     def is_async(self) -> bool:
@@ -75,7 +103,22 @@ class HostScalar:
     value: ast.Expr
 
 
-Step = HostBuffer | HostScalar | Launch
+@dataclass(frozen=True)
+class HostPrint:
+    """`print(...)` at host level: the values are the host's (parameters, sizes)."""
+
+    statement: ast.Print
+    pieces: tuple[Piece, ...]
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    """`assert(...)` at host level, checked when the call reaches it."""
+
+    statement: ast.Assert
+
+
+Step = HostBuffer | HostScalar | Launch | HostPrint | HostCheck
 
 
 @dataclass(frozen=True)
@@ -100,6 +143,7 @@ class LoweredProgram:
     source: str
     plans: dict[str, FunctionPlan] = field(default_factory=dict)
     errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    device_lines: LineMap = field(default_factory=LineMap)  # the lines of `source` that hold device code
 
     def checked(self, filename: str = "<source>") -> LoweredProgram:
         """This program, or a `ChoreoError` with every function's lowering errors."""

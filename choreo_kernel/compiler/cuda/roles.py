@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.builtins import is_device_effect
+from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda.threads import KernelThreads
@@ -42,7 +44,7 @@ class Role:
 def plan_roles(info: FunctionInfo, kernel: ast.Parallel, kernel_threads: KernelThreads) -> dict[int, Role]:
     """The role of each `inthreads.async` path (by id) that resizes its registers; empty when none does."""
     threads = kernel_threads.block_threads
-    if threads < MIN_WARPGROUPS * WARPGROUP or threads % WARPGROUP:
+    if threads is None or threads < MIN_WARPGROUPS * WARPGROUP or threads % WARPGROUP:
         return {}
     paths: dict[int, tuple[str, frozenset[int]]] = {}
     for stmt in ast.walk_statements(kernel):
@@ -107,6 +109,8 @@ def elected_paths(info: FunctionInfo, kernel: ast.Parallel) -> frozenset[int]:
 
 def issue_only(stmt: ast.Stmt, info: FunctionInfo, bound: set[Symbol]) -> bool:
     """Whether a path only issues TMA loads bound to events, triggers them, waits on events and counts."""
+    if any(is_device_effect(node) for expr in own_expressions(stmt) for node in ast.walk_expr(expr)):
+        return False  # each thread of the path calls a device function (or does its atomic)
     if isinstance(stmt, ast.Block | ast.Foreach | ast.ForeachRange | ast.If | ast.With):
         return all(issue_only(child, info, bound) for child in ast.child_statements(stmt))
     if isinstance(stmt, ast.Empty | ast.Break | ast.Continue | ast.ScalarDecl):

@@ -13,11 +13,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from choreo_kernel.compiler import ast, printer
+from choreo_kernel.compiler.analysis.builtins import is_device_effect
 from choreo_kernel.compiler.analysis.info import FunctionInfo
-from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Bounded, Future, Scalar, Symbol
+from choreo_kernel.compiler.analysis.values import Bounded, Future, Scalar, Symbol, Transfer
 from choreo_kernel.compiler.cuda import cexpr, copies, elements
+from choreo_kernel.compiler.cuda.bound_variables import BoundVariables
 from choreo_kernel.compiler.cuda.cexpr import CExpr
-from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT, SWIZZLED_ALIGNMENT, KernelContext
+from choreo_kernel.compiler.cuda.control import ControlStatements
+from choreo_kernel.compiler.cuda.device_statements import DeviceStatements
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import plan_roles
 from choreo_kernel.compiler.cuda.threads import GRID_AXES, THREAD_GROUP, Group
@@ -25,6 +28,7 @@ from choreo_kernel.compiler.cuda.tma import Tma
 from choreo_kernel.compiler.cuda.views import (
     BufferSlots,
     FutureValue,
+    IndexTuple,
     Lowered,
     LoweringError,
     Operand,
@@ -38,7 +42,7 @@ from choreo_kernel.compiler.cuda.writer import Names
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 
-class KernelEmitter(KernelContext):
+class KernelEmitter(ControlStatements, BoundVariables):
     """Writes the body of one kernel; its parameters and the arena are known once it is done."""
 
     def __init__(
@@ -55,6 +59,7 @@ class KernelEmitter(KernelContext):
         self.roles = plan_roles(info, kernel, self.threads)
         self.tma = Tma(self)
         self.mma = Mma(self)
+        self.device = DeviceStatements(self)
 
     # ------------------------------------------------------------------ the kernel
 
@@ -62,27 +67,50 @@ class KernelEmitter(KernelContext):
         out = self.out
         kernel = self.kernel
         out.source(kernel)
-        for axis, (symbol, count) in zip(GRID_AXES, self.threads.grid()):
+        grid = self.threads.grid()
+        blocks = [
+            Operand(cexpr.name(f"blockIdx.{axis}"), "s32", self.expressions.integer(count))
+            for axis, (_, count) in zip(GRID_AXES, grid)
+        ]
+        for (symbol, _), block in zip(grid, blocks):
             if symbol is not None:
-                self._bind_variable(symbol, cexpr.name(f"blockIdx.{axis}"), self.expressions.integer(count))
+                self._bind_variable(symbol, block.expr, block.bound or cexpr.ONE)
+        self._bind_groups(kernel.clauses[: len(self.threads.block_clauses)], blocks)
         self._thread_variables(kernel)
         if _has_async_copy(kernel):
             out.line(f"int {self.cp_async_groups} = 0;  // cp.async batches this thread has committed")
         self.tma.prepare(kernel)
+        self.device.note_writes(kernel)
         self._body(kernel.body, tail=True)
-        return out.text()
+        text = out.text()
+        self.check_control(text)
+        return text
 
     def _bind_variable(self, symbol: Symbol, value: CExpr, bound: CExpr) -> None:
-        name = self.names.source(symbol.name)
+        name = self.names.local(symbol.name)
         self.out.line(f"const int {name} = {value.text};")
         self.bindings[symbol] = Operand(cexpr.name(name), "s32", bound)
 
     def _thread_variables(self, stmt: ast.Parallel) -> None:
         for clause in stmt.clauses:
+            values = []
             for variable in self.threads.variables(clause):
                 if variable.symbol is not None:
-                    value = self.threads.value(variable)
-                    self._bind_variable(variable.symbol, value, cexpr.const(variable.extent))
+                    self._bind_variable(variable.symbol, variable.value, variable.extent)
+                values.append(Operand(variable.value, "s32", variable.extent))
+            if values:
+                self._bind_groups((clause,), values)
+
+    def _bind_groups(self, clauses: tuple[ast.ParallelClause, ...], values: list[Operand]) -> None:
+        """`q = {q0, q1} by [2, 2]`: `q` is the bounded ituple of its variables' values."""
+        position = 0
+        for clause in clauses:
+            count = len(self.info.counts_of[id(clause)])
+            variables = clause.variables
+            if variables is not None and variables.group is not None:
+                owner, _ = self.info.launches.structure.owner[id(clause)]
+                self.bind_group(owner, variables, values[position : position + count])
+            position += count
 
     # ------------------------------------------------------------------ statement lists
 
@@ -112,6 +140,9 @@ class KernelEmitter(KernelContext):
     def _Empty(self, stmt: ast.Empty, tail: bool) -> None:
         pass
 
+    def _Asm(self, stmt: ast.Asm, tail: bool) -> None:
+        self.device.asm(stmt)
+
     def _Unsupported(self, stmt: ast.Unsupported, tail: bool) -> None:
         self.out.source(stmt, "ignored by this compiler")
         if stmt.inner is not None:
@@ -125,6 +156,13 @@ class KernelEmitter(KernelContext):
         context = self.info.context_of[id(stmt)]
         if not tail and not context.below_block and not context.predicates:
             self.out.line(f"__syncthreads();  // the threads of line {stmt.span.line} re-join the block")
+        elif not tail and context.below_block:
+            # they re-join their warpgroup or warp, whose next statement may read what they wrote
+            group = self._group(stmt)
+            barrier = group.barrier()
+            if barrier is not None:
+                self.out.line(f"// the threads of line {stmt.span.line} re-join their {group.level}")
+                self.out.line(barrier)
 
     def _If(self, stmt: ast.If, tail: bool) -> None:
         self.out.source(stmt)
@@ -134,6 +172,10 @@ class KernelEmitter(KernelContext):
             self._scoped("else", stmt.otherwise, tail)
 
     def _While(self, stmt: ast.While, tail: bool) -> None:
+        if self.is_event_loop(stmt):
+            with self.out.block(""):
+                self._scoped(self.event_loop_head(stmt), stmt.body, False)
+            return
         self.out.source(stmt)
         self._scoped(f"while ({self.expressions.integer(stmt.condition).text})", stmt.body, False)
 
@@ -175,12 +217,8 @@ class KernelEmitter(KernelContext):
 
     def _Foreach(self, stmt: ast.Foreach, tail: bool) -> None:
         self.out.source(stmt)
-        counts = self.expressions.counts(stmt.extent)
-        heads = []
-        for variable, count in zip(stmt.variables.names, counts):
-            name = self.names.source(variable.id)
-            self._bind_name(stmt, variable.id, Operand(cexpr.name(name), "s32", count))
-            heads.append(f"for (int {name} = 0; {name} < {count.text}; ++{name})")
+        heads = self.loop_heads(stmt, stmt.variables, self.expressions.counts(stmt.extent))
+        self.unroll_pragma(stmt)
         self._nested_loops(heads, stmt.body)
 
     def _nested_loops(self, heads: list[str], body: ast.Stmt) -> None:
@@ -195,11 +233,15 @@ class KernelEmitter(KernelContext):
         heads = []
         for item in stmt.items:
             outer = self.bindings.get(self.expressions.symbol(item.name))
+            if isinstance(outer, IndexTuple) and not item.sliced:
+                heads.extend(self.tuple_loop_heads(stmt, item, outer))
+                continue
             if not isinstance(outer, Operand) or outer.bound is None:
                 raise LoweringError(f"'{item.name.id}' is not a with-variable", item)
-            name = self.names.source(item.name.id)
+            name = self.names.local(item.name.id, in_next_block=True)
             self._bind_name(stmt, item.name.id, Operand(cexpr.name(name), "s32", outer.bound))
             heads.append(self._range_head(item, name, outer.bound))
+        self.unroll_pragma(stmt)
         self._nested_loops(heads, stmt.body)
 
     def _range_head(self, item: ast.RangeItem, name: str, bound: CExpr) -> str:
@@ -232,12 +274,11 @@ class KernelEmitter(KernelContext):
         with self.out.block(""):
             for binding in stmt.bindings:
                 counts = self.expressions.counts(binding.extent)
-                for variable, count in zip(binding.variables.names, counts):
-                    name = self.names.source(variable.id)
+                names = self.element_names(binding.variables, len(counts))
+                for name in names:
                     self.out.line(f"const int {name} = 0;")
-                    self._bind_name(stmt, variable.id, Operand(cexpr.name(name), "s32", count))
-                if binding.variables.group is not None:
-                    self._bind_name(stmt, binding.variables.group.id, ShapeValue(counts))
+                elements = [Operand(cexpr.name(name), "s32", count) for name, count in zip(names, counts)]
+                self.bind_elements(stmt, binding.variables, elements)
             self._body(stmt.body, tail)
 
     def _Return(self, stmt: ast.Return, tail: bool) -> None:
@@ -261,9 +302,9 @@ class KernelEmitter(KernelContext):
         storage = self.info.storage_of[id(stmt)]
         dims = self.expressions.dims(stmt.shape)
         counts = tuple(self.expressions.integer(d) for d in stmt.array_dims)
-        name = self.names.source(stmt.name)
+        name = self.names.local(stmt.name)
         total = element_count((*counts, *dims))
-        if total.value is None:
+        if total.value is None and storage != Storage.SHARED:
             raise LoweringError(
                 f"{storage} buffer '{stmt.name}' needs a size known at compile time on CUDA (use a #define)",
                 stmt,
@@ -274,12 +315,7 @@ class KernelEmitter(KernelContext):
         if storage == Storage.SHARED:
             symbol = self.expressions.declared_by(stmt)
             swizzle = self.swizzles.get(symbol, 0) if symbol is not None else 0
-            alignment = SWIZZLED_ALIGNMENT if swizzle else SHARED_ALIGNMENT
-            offset = self.arena.allocate(stmt.name, total.value * ELEMENT_BYTES[stmt.elem_type], alignment)
-            layout = f"  // {swizzle}-byte swizzled layout, for TMA and WGMMA" if swizzle else ""
-            self.out.line(
-                f"{element}* const {name} = reinterpret_cast<{element}*>({self.shared_memory} + {offset});{layout}"
-            )
+            self.out.line(self.shared_buffer(name, stmt.elem_type, (*counts, *dims), swizzle, stmt))
         elif storage == Storage.LOCAL:
             self.out.line(f"{element} {name}[{total.value}];")
         else:
@@ -321,7 +357,7 @@ class KernelEmitter(KernelContext):
         )
         if isinstance(declared, Bounded):
             element = "s32"
-        name = self.names.source(source_name)
+        name = self.names.local(source_name)
         qualifier = "" if mutable else "const "
         c_type = elements.c_type(element)
         if value is None:
@@ -336,13 +372,17 @@ class KernelEmitter(KernelContext):
 
     def _EventDecl(self, stmt: ast.EventDecl, tail: bool) -> None:
         self.out.source(stmt)
-        if self._divergent(stmt) or self.info.context_of[id(stmt)].below_block:
-            raise LoweringError(f"declare event '{stmt.name}' at block level for the CUDA backend", stmt)
+        if self._divergent(stmt):  # its initialization ends with a block barrier
+            raise LoweringError(
+                f"event '{stmt.name}' is declared inside 'inthreads', where only some threads run; the block "
+                "initializes its events together: declare it before the 'inthreads'",
+                stmt,
+            )
         slots = 1
         for dim in stmt.dims:
             slots *= self.expressions.constant(dim, "the size of an event array")
         offset = self.arena.allocate(stmt.name, 8 * slots, 8)
-        name = self.names.source(stmt.name)
+        name = self.names.local(stmt.name)
         pointer = cexpr.raw(f"{self.shared_memory} + {offset}")
         self.events.declare(stmt, name, pointer, self.names.fresh(f"{stmt.name}_phase"), self.out)
 
@@ -403,7 +443,7 @@ class KernelEmitter(KernelContext):
         """`target op value` with the conversions of the element types (narrow floats round on store)."""
         if op == "=":
             return f"{target.expr.text} = {elements.convert(value.expr, value.type, target.type).text}"
-        if target.type in elements.NARROW_FLOATS:
+        if target.type in elements.STORED_AS_BITS:
             current, current_type = elements.widen(target.expr, target.type)
             widened, widened_type = elements.widen(value.expr, value.type)
             combined = cexpr.binary(op[:-1], current, widened)
@@ -438,6 +478,9 @@ class KernelEmitter(KernelContext):
             self.out.line(f"choreo::rotate({names});  // each future takes the next one's copy and buffer")
             self._rotate_groups(expr.args)
             return
+        if is_device_effect(expr):
+            self.device.effect(stmt)
+            return
         self.out.line(f"{self.expressions.integer(expr).text};")
 
     def _rotate_groups(self, args: tuple[ast.Expr, ...]) -> None:
@@ -465,20 +508,29 @@ class KernelEmitter(KernelContext):
             self.mma.operation(stmt)
             return
         assert operation.destination is not None
+        transfer = self.info.transfers.get(id(operation), Transfer())
         source = self.expressions.view(operation.args[0])
-        destination = self.destination(stmt, source)
+        if transfer.permutation is not None:
+            source = source.permuted(transfer.permutation)
+        low = self._padding(transfer.low)
+        high = self._padding(transfer.high) or (cexpr.ZERO,) * len(low)
+        padded = tuple(cexpr.add(dim, before, after) for dim, before, after in zip(source.dims, low, high))
+        destination = self.destination(stmt, source, dims=padded if low else None)
         self.note_written(operation.destination)
         group = self._group(stmt)
-        if copies.uses_cp_async(source, destination, operation.is_async):
-            self.out.line(copies.copy_call("copy_async", source, destination, group, stmt))
-            batch = f"choreo::cp_async_commit({self.cp_async_groups})"
+        cp_async = copies.uses_cp_async(source, destination, operation.is_async)
+        if low:
+            fill = self._fill_value(transfer, source)
+            self.out.line(copies.padded_call(source, destination, low, fill, group, stmt, cp_async))
         else:
-            self.out.line(copies.copy_call("copy", source, destination, group, stmt))
+            function = "copy_async" if cp_async else "copy"
+            self.out.line(copies.copy_call(function, source, destination, group, stmt))
+        batch = f"choreo::cp_async_commit({self.cp_async_groups})" if cp_async else "0"
+        if not cp_async:
             self._fence_for_tensor_cores(destination)
-            barrier = group.barrier()
-            if barrier is not None and destination.storage != Storage.LOCAL:
-                self.out.line(barrier)
-            batch = "0"
+        barrier = group.barrier()
+        if not cp_async and barrier is not None and destination.storage != Storage.LOCAL:
+            self.out.line(barrier)
         if stmt.result is not None:
             self._assign_future(stmt, destination, batch, group)
 
@@ -488,28 +540,47 @@ class KernelEmitter(KernelContext):
         if destination.swizzle:
             self.out.line("choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores")
 
+    def _padding(self, items: tuple[ast.Expr | int, ...] | None) -> tuple[CExpr, ...]:
+        """A dma.pad list (or the zeros of a copy into a larger tile)."""
+        if items is None:
+            return ()
+        return tuple(
+            cexpr.const(item) if isinstance(item, int) else self.expressions.integer(item) for item in items
+        )
+
+    def _fill_value(self, transfer: Transfer, source: View) -> CExpr:
+        """What a padded copy writes around its source: dma.pad's value, 0 for a larger tile."""
+        value = (
+            self.expressions.operand(transfer.fill)
+            if transfer.fill is not None
+            else Operand(cexpr.ZERO, "s32")
+        )
+        return elements.convert(value.expr, value.type, source.elem)
+
     def _placeholder(self, stmt: ast.OperationStmt) -> None:
         assert stmt.result is not None
         symbol = self.expressions.symbol(stmt.result)
         info = symbol.future
         element = info.destination.elem if info is not None and info.destination is not None else "u8"
-        name = self.names.source(symbol.name)
-        if symbol.declaration is stmt:
+        existing = self.bindings.get(symbol)
+        if symbol.declaration is stmt or not isinstance(existing, FutureValue) or existing.variable is None:
+            name = self.names.local(symbol.name)
             self.out.line(f"choreo::DataFuture<{elements.c_type(element)}> {name} = {{}};  // no copy yet")
             self.bindings[symbol] = FutureValue(cexpr.name(name), None, element)
         else:
-            self.out.line(f"{name} = {{}};")
+            self.out.line(f"{existing.variable.text} = {{}};")
 
     def _assign_future(self, stmt: ast.OperationStmt, destination: View, batch: str, group: Group) -> None:
         assert stmt.result is not None
         symbol = self.expressions.symbol(stmt.result)
-        name = self.names.source(symbol.name)
         value = f"{{{destination.start.text}, {batch}}}"
         existing = self.bindings.get(symbol)
-        if symbol.declaration is stmt or not isinstance(existing, FutureValue):
+        if symbol.declaration is stmt or not isinstance(existing, FutureValue) or existing.variable is None:
+            name = self.names.local(symbol.name)
             c_type = f"choreo::DataFuture<{elements.c_type(destination.elem)}>"
             self.out.line(f"{c_type} {name} = {value};")
         else:
+            name = existing.variable.text
             self.out.line(f"{name} = {value};")
         data = replace(destination, pointer=cexpr.raw(f"{name}.data"), offset=cexpr.ZERO)
         if isinstance(existing, FutureValue) and existing.data is not None:

@@ -9,6 +9,7 @@ thread that issues an operation for its instance is picked by a condition on its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
@@ -18,7 +19,7 @@ from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.views import LoweringError
-from choreo_kernel.compiler.semantics.launch import KernelLaunch, ThreadVariable
+from choreo_kernel.compiler.semantics.launch import Factor, KernelLaunch, inner_parallels
 from choreo_kernel.compiler.semantics.levels import WARPGROUP_THREADS, Level
 
 THREAD_INDEX = cexpr.name("threadIdx.x")
@@ -47,6 +48,16 @@ class Group:
 
 
 THREAD_GROUP = Group(Level.THREAD, cexpr.ZERO, cexpr.ONE, cexpr.raw("true"))
+BLOCK_DIM = cexpr.name("blockDim.x")
+
+
+@dataclass(frozen=True)
+class LoweredVariable:
+    """A variable below the block level, as CUDA computes it in each thread."""
+
+    symbol: Symbol | None  # None when nothing refers to it
+    value: CExpr  # `(threadIdx.x / stride) % extent`
+    extent: CExpr  # its bound
 
 
 def unit_group(level: Level) -> Group:
@@ -57,18 +68,22 @@ def unit_group(level: Level) -> Group:
 
 
 class KernelThreads:
-    """The launch of one kernel (an outermost `parallel`), as the CUDA lowering addresses it."""
+    """The launch of one kernel (an outermost `parallel`), as the CUDA lowering addresses it.
 
-    def __init__(self, info: FunctionInfo, kernel: ast.Parallel) -> None:
+    Where the arguments give the block size (`parallel t by N`), the host computes it at each call
+    and checks it against the hardware's limit; each thread variable divides and reduces
+    `threadIdx.x` by the counts' values (`render` lowers a count's expression). Such a kernel has no
+    fixed units to issue TMA copies, MMAs or event arrivals from, so those need a fixed block size.
+    """
+
+    def __init__(self, info: FunctionInfo, kernel: ast.Parallel, render: Callable[[ast.Expr], CExpr]) -> None:
         self.info = info
         self.kernel = kernel
+        self.render = render
         self.launch: KernelLaunch = info.launches.launch(kernel)
-        if not self.launch.is_static:
-            raise LoweringError(
-                "the CUDA backend needs the thread counts below the block level at compile time (use a #define)",
-                self.launch.symbolic_clause() or kernel,
-            )
-        self.block_threads = self.launch.threads
+        self.block_threads: int | None = self.launch.threads if self.launch.is_static else None
+        if self.block_threads is None:
+            _check_symbolic(info, kernel, self.launch)
         self.block_clauses = kernel.clauses[: self.launch.first_inner]
 
     # ------------------------------------------------------------------ grid
@@ -90,16 +105,36 @@ class KernelThreads:
 
     # ------------------------------------------------------------------ threads
 
-    def variables(self, clause: ast.ParallelClause) -> list[ThreadVariable]:
-        """The thread variables of a clause below the block level (none for a block clause)."""
-        return self.launch.clause_variables(clause)
+    def variables(self, clause: ast.ParallelClause) -> list[LoweredVariable]:
+        """The thread variables of a clause below the block level (none for a block clause):
+        `(threadIdx.x / stride) % extent`, without the `%` where the variable spans the block."""
+        if self.block_threads is None:
+            lowered = []
+            for symbolic in self.launch.symbolic_variables(clause):
+                extent = self._factor(symbolic.extent)
+                stride = cexpr.multiply(*(self._factor(f) for f in symbolic.stride))
+                quotient = cexpr.binary("/", THREAD_INDEX, stride)
+                value = quotient if symbolic.spans_block else cexpr.binary("%", quotient, extent)
+                lowered.append(LoweredVariable(symbolic.symbol, value, extent))
+            return lowered
+        result = []
+        for variable in self.launch.clause_variables(clause):
+            quotient = cexpr.binary("/", THREAD_INDEX, cexpr.const(variable.stride))
+            if variable.stride * variable.extent < self.block_threads:
+                quotient = cexpr.binary("%", quotient, cexpr.const(variable.extent))
+            result.append(LoweredVariable(variable.symbol, quotient, cexpr.const(variable.extent)))
+        return result
 
-    def value(self, variable: ThreadVariable) -> CExpr:
-        """`(threadIdx.x / stride) % extent`, without the `%` where the variable spans the block."""
-        quotient = cexpr.binary("/", THREAD_INDEX, cexpr.const(variable.stride))
-        if variable.stride * variable.extent >= self.block_threads:
-            return quotient
-        return cexpr.binary("%", quotient, cexpr.const(variable.extent))
+    def _factor(self, factor: Factor) -> CExpr:
+        return cexpr.const(factor) if isinstance(factor, int) else self.render(factor)
+
+    def static_block_threads(self) -> int:
+        """The block size, where an operation needs it fixed (`_check_symbolic` keeps those out)."""
+        if self.block_threads is None:
+            raise LoweringError(
+                "this needs the block size at compile time on CUDA (use a #define)", self.kernel
+            )
+        return self.block_threads
 
     def group(self, context: Context) -> Group:
         """The instance of the innermost level around a statement: who cooperates on its copies."""
@@ -108,7 +143,7 @@ class KernelThreads:
             return THREAD_GROUP
         if level in (Level.WARPGROUP, Level.WARP):
             return unit_group(level)
-        return Group(Level.BLOCK, THREAD_INDEX, cexpr.name("blockDim.x"), BLOCK_LEADER)
+        return Group(Level.BLOCK, THREAD_INDEX, BLOCK_DIM, BLOCK_LEADER)
 
     def issuing_size(self, context: Context) -> int:
         """Threads per instance of the level whose instances each issue a TMA copy (12.2)."""
@@ -116,7 +151,7 @@ class KernelThreads:
 
     def issuing_group(self, context: Context) -> Group:
         size = self.issuing_size(context)
-        if size == self.block_threads:
+        if size == self.static_block_threads():
             return Group(Level.BLOCK, THREAD_INDEX, cexpr.const(size), BLOCK_LEADER)
         return unit_group(Level.WARPGROUP if size == WARPGROUP_THREADS else Level.WARP)
 
@@ -124,7 +159,9 @@ class KernelThreads:
         """Which instance of the issuing level this thread belongs to (0 for a block)."""
         size = self.issuing_size(context)
         return (
-            cexpr.ZERO if size == self.block_threads else cexpr.binary("/", THREAD_INDEX, cexpr.const(size))
+            cexpr.ZERO
+            if size == self.static_block_threads()
+            else cexpr.binary("/", THREAD_INDEX, cexpr.const(size))
         )
 
     def elected(self, context: Context) -> CExpr | None:
@@ -144,7 +181,7 @@ class KernelThreads:
                 "backend cannot elect the thread that issues it; select whole instances with inthreads"
             )
         rank = cexpr.const(ranks.pop())
-        if size == self.block_threads:
+        if size == self.static_block_threads():
             return cexpr.binary("==", THREAD_INDEX, rank)
         return cexpr.binary("==", self.issuing_group(context).rank, rank)
 
@@ -154,3 +191,43 @@ class KernelThreads:
 
     def threads_reaching(self, context: Context) -> frozenset[int] | None:
         return self.launch.reach(context)
+
+
+# What a kernel whose block size the arguments give cannot have on CUDA: each needs fixed units.
+_NEEDS_FIXED_UNITS = {
+    ast.EventDecl: "events (their arrival counts)",
+    ast.Trigger: "event triggers (their arrival counts)",
+}
+
+
+def _check_symbolic(info: FunctionInfo, kernel: ast.Parallel, launch: KernelLaunch) -> None:
+    """A block size the arguments give lowers where nothing needs fixed units: no warp or warpgroup
+    levels, no TMA copies, MMAs, events or independent paths."""
+    sized_by = launch.symbolic_clause() or kernel
+
+    def refuse(what: str, node: ast.Node) -> LoweringError:
+        return LoweringError(
+            f"this kernel's block size depends on the arguments (line {sized_by.span.line}), and the CUDA backend "
+            f"needs it at compile time for {what}: use a #define for the thread count",
+            node,
+        )
+
+    for stmt in ast.walk_statements(kernel):
+        if isinstance(stmt, ast.Parallel):
+            for clause, level in zip(stmt.clauses, info.levels_of[id(stmt)]):
+                if level in (Level.WARPGROUP, Level.WARP):
+                    raise refuse(f"a '{level}' level", clause)
+            siblings = list(inner_parallels(stmt.body))
+            for sibling in siblings[1:]:
+                if str(launch.size_of(sibling, 0)) != str(launch.size_of(siblings[0], 0)):
+                    raise refuse(
+                        f"sibling parallels of different thread counts ({launch.size_of(siblings[0], 0)} at "
+                        f"line {siblings[0].span.line}, {launch.size_of(sibling, 0)} here)",
+                        sibling,
+                    )
+        elif isinstance(stmt, ast.OperationStmt) and stmt.operation.family in ("tma", "mma"):
+            raise refuse(f"'{stmt.operation.family}' operations", stmt)
+        elif isinstance(stmt, ast.InThreads) and stmt.is_async:
+            raise refuse("independent paths (inthreads.async)", stmt)
+        elif type(stmt) in _NEEDS_FIXED_UNITS:
+            raise refuse(_NEEDS_FIXED_UNITS[type(stmt)], stmt)

@@ -25,6 +25,7 @@ issues the store; a synchronous store then waits for it to be written.
 
 from __future__ import annotations
 
+import math
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
@@ -40,7 +41,8 @@ from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, 
 from choreo_kernel.compiler.semantics.levels import Storage
 
 MAX_BOX = 256  # elements per box dimension
-MAX_RANK = 3  # the copy wrappers of choreo_runtime.cuh
+MAX_RANK = 5  # dimensions of a tensor map
+COORDINATE_NAMES = "xyzwv"  # innermost first, as TMA takes them
 
 
 @dataclass(frozen=True)
@@ -64,21 +66,44 @@ class Copy:
     bytes: int
     line: int
     text: str
+    hint: str = ""  # an L2 hint of the load (`evict_first`, `evict_last`), or none
+    panels: int = 1  # boxes one swizzle wide that make up a tile whose rows are wider (see _panels)
+    panel_elements: int = 0  # elements of each
 
-    def load(self, barrier: str) -> str:
-        arguments = ", ".join(c.text for c in self.coordinates)
-        return f"choreo::tma_load({self.shared.text}, &{self.map.name}, {barrier}, {arguments});  // line {self.line}"
+    def _pieces(self) -> list[tuple[str, str]]:
+        """The shared address and the coordinates of each box the copy moves."""
+        pieces = []
+        width = self.map.box[-1]
+        for panel in range(self.panels):
+            shared = cexpr.add(self.shared, cexpr.const(panel * self.panel_elements))
+            inner = cexpr.add(self.coordinates[0], cexpr.const(panel * width))
+            pieces.append((shared.text, ", ".join(c.text for c in (inner, *self.coordinates[1:]))))
+        return pieces
 
-    def store(self) -> str:
-        arguments = ", ".join(c.text for c in self.coordinates)
-        return f"choreo::tma_store(&{self.map.name}, {self.shared.text}, {arguments});"
+    def load(self, barrier: str) -> list[str]:
+        if self.hint:
+            return [
+                f"choreo::tma_load_hinted({shared}, &{self.map.name}, {barrier}, choreo::l2_{self.hint}(), "
+                f"{arguments});  // line {self.line}, .{self.hint}"
+                for shared, arguments in self._pieces()
+            ]
+        return [
+            f"choreo::tma_load({shared}, &{self.map.name}, {barrier}, {arguments});  // line {self.line}"
+            for shared, arguments in self._pieces()
+        ]
+
+    def store(self) -> list[str]:
+        return [
+            f"choreo::tma_store(&{self.map.name}, {shared}, {arguments});"
+            for shared, arguments in self._pieces()
+        ]
 
     def evaluated(self, name: str) -> tuple[list[str], Copy]:
         """Lines that evaluate the address and coordinates now, into locals named after `name`, and the
         copy that uses them."""
         lines = [f"auto* const {name}_shared = {self.shared.text};"]
         coordinates = []
-        for axis, coordinate in zip("xyz", self.coordinates):
+        for axis, coordinate in zip(COORDINATE_NAMES, self.coordinates):
             if coordinate.value is not None:
                 coordinates.append(coordinate)
                 continue
@@ -132,7 +157,7 @@ class Tma:
             if self._future_symbol(stmt) in self.bound:
                 continue
             context = info.context_of[id(stmt)]
-            instances = threads.block_threads // threads.issuing_size(context)
+            instances = threads.static_block_threads() // threads.issuing_size(context)
             root = root_name(stmt.operation.destination)
             base = stmt.result.id if stmt.result is not None else root.id if root is not None else "tma"
             name = self.emitter.names.fresh(f"{base}_landed")
@@ -192,7 +217,7 @@ class Tma:
                 out.line(barrier)
         lines = [
             f"choreo::mbarrier_arrive_expect_tx({landing.barrier}, {copy.bytes});",
-            copy.load(landing.barrier),
+            *copy.load(landing.barrier),
         ]
         self._elected(stmt, lines)
         if symbol is not None:
@@ -216,7 +241,7 @@ class Tma:
         barrier = group.barrier() if emitter.threads.covers_instances(context) else None
         if barrier is not None:
             out.line(barrier)
-        lines = [copy.store(), "choreo::bulk_commit_group();"]
+        lines = [*copy.store(), "choreo::bulk_commit_group();"]
         if not stmt.operation.is_async:
             lines.append(
                 "choreo::bulk_wait_group();  // a synchronous store has been written when it returns"
@@ -259,7 +284,7 @@ class Tma:
         total = sum(copy.bytes for copy in copies)
         issue = [
             f"choreo::mbarrier_arrive_expect_tx({address}, {total});  // {names}: {sizes} bytes",
-            *(copy.load(address) for copy in copies),
+            *(line for copy in copies for line in copy.load(address)),
         ]
         condition = emitter.elected(stmt)
         if condition is None:
@@ -331,26 +356,35 @@ class Tma:
         element_bytes = ELEMENT_BYTES[tile.elem]
         if tile.origin is None:
             raise LoweringError(
-                f"this view of '{tile.root}' is reshaped, so a TMA copy cannot address it; copy a tile of the array",
+                f"this view of '{tile.root}' is reshaped, transposed or has strides of its own, so a TMA copy cannot "
+                "address it as a box of the array; copy a tile of the array (chunkat, subspan, at, sqz)",
                 tile_expr,
             )
         box = [1] * len(tile.origin)
         for dim, axis in zip(tile.dims, tile.axes):
             if dim.value is None:
                 raise LoweringError(
-                    "a TMA box needs its extents at compile time (use #define for tile sizes)", tile_expr
+                    "a TMA box's shape must be known when the host encodes its tensor map, so its extents must be "
+                    "compile-time constants (use #define for tile sizes)",
+                    tile_expr,
                 )
             box[axis] = dim.value
         if not 1 <= len(box) <= MAX_RANK:
             raise LoweringError(
                 f"TMA copies of {len(box)}-dimensional arrays are not supported yet", tile_expr
             )
-        problems = [f"each box extent at most {MAX_BOX} elements"] if max(box) > MAX_BOX else []
-        row_bytes = box[-1] * element_bytes
+        rows, row_bytes = math.prod(box[:-1]), box[-1] * element_bytes
+        panels, panel_width = _panels(rows, row_bytes, element_bytes, swizzle)
+        problems = (
+            [f"each box extent at most {MAX_BOX} elements"] if max([*box[:-1], panel_width]) > MAX_BOX else []
+        )
         if row_bytes % 16:
             problems.append(f"rows of a multiple of 16 bytes (these are {row_bytes})")
-        if swizzle and row_bytes != swizzle:
-            problems.append(f"rows of exactly {swizzle} bytes with .swiz<{swizzle}> (these are {row_bytes})")
+        if swizzle and not panels:
+            problems.append(
+                f"rows of {swizzle} bytes with .swiz<{swizzle}>, or of a multiple of {swizzle} bytes in a multiple "
+                f"of 8 rows (these are {rows} rows of {row_bytes} bytes)"
+            )
         if problems:
             raise LoweringError(f"a TMA copy of box {tuple(box)} needs " + " and ".join(problems), tile_expr)
         total = element_count(shared.dims).value
@@ -360,12 +394,14 @@ class Tma:
                 stmt,
             )
         symbol = self._array_symbol(tile_expr)
-        key = (symbol, tile.elem, tuple(box), swizzle)
+        map_box = (*box[:-1], panel_width)
+        key = (symbol, tile.elem, map_box, swizzle)
         if key not in self.maps:
             name = self.emitter.names.fresh(f"{symbol.name}_tma")
-            self.maps[key] = TensorMap(name, symbol, tile.elem, tuple(box), swizzle)
+            self.maps[key] = TensorMap(name, symbol, tile.elem, map_box, swizzle)
         coordinates = tuple(reversed(tile.origin))
         bytes_moved = element_count(tuple(cexpr.const(b) for b in box)).value or 0
+        hints = [q for q in stmt.operation.qualifiers if q in ast.L2_HINTS]
         return Copy(
             self.maps[key],
             shared.start,
@@ -373,12 +409,19 @@ class Tma:
             bytes_moved * element_bytes,
             stmt.span.line,
             printer.statement(stmt),
+            hints[0] if hints else "",
+            panels or 1,
+            (total or 0) // (panels or 1),
         )
 
     def _array_symbol(self, expr: ast.Expr) -> Symbol:
-        """The global array (a parameter or host-level buffer) a TMA copy addresses."""
+        """The global array (a parameter or host-level buffer) a TMA copy addresses, through the names
+        given to views of it (`head = q.subspan(...).at(b, 0, h, 0).sqz();`)."""
         root = root_name(expr)
         symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
+        while symbol is not None and isinstance(symbol.declaration, ast.Assign):
+            root = root_name(symbol.declaration.value)
+            symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
         value = self.emitter.bindings.get(symbol) if symbol is not None else None
         if symbol is None or not isinstance(value, View) or value.storage != Storage.GLOBAL:
             raise LoweringError(
@@ -390,6 +433,18 @@ class Tma:
         if stmt.result is None:
             return None
         return self.emitter.info.symbol_of.get(id(stmt.result)) or self.emitter.info.futures.get(id(stmt))
+
+
+def _panels(rows: int, row_bytes: int, element_bytes: int, swizzle: int) -> tuple[int, int]:
+    """How a box maps onto shared memory: (panels, width of each in elements). A swizzled box is at most
+    one swizzle wide; a tile whose rows are k swizzles wide is k such boxes side by side in the array and
+    one after another in shared memory (the layout CUTLASS gives a K-major tile of 128 bf16 columns), each
+    a multiple of 8 rows so that every panel starts on the swizzle pattern. (0, 0): no such layout."""
+    if not swizzle or row_bytes == swizzle:
+        return 1, row_bytes // element_bytes
+    if row_bytes % swizzle or rows % 8:
+        return 0, 0
+    return row_bytes // swizzle, swizzle // element_bytes
 
 
 def _swizzle(operation: ast.Operation) -> int:

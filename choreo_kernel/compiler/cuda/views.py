@@ -106,11 +106,48 @@ class View:
 
     @property
     def is_compact(self) -> bool:
-        """Whether the elements are contiguous in row-major order (the strides of a whole buffer)."""
-        return [s.text for s in self.strides] == [s.text for s in compact_strides(self.dims)]
+        """Whether the elements are contiguous in row-major order (dimensions of extent 1 do not count)."""
+        expected = cexpr.ONE
+        for dim, stride in reversed(list(zip(self.dims, self.strides))):
+            if dim.value == 1:
+                continue
+            if stride.text != expected.text:
+                return False
+            expected = cexpr.multiply(expected, dim)
+        return True
 
     def reshaped(self, dims: tuple[CExpr, ...]) -> View:
+        """`span_as`: the elements stored one after another from the first one, in the shape `dims`."""
         return replace(self, dims=dims, strides=compact_strides(dims), origin=None, axes=())
+
+    def strided(
+        self, dims: tuple[CExpr, ...], strides: tuple[CExpr, ...], offsets: tuple[CExpr, ...]
+    ) -> View:
+        """`x.view(dims : strides).from(offsets)`: element strides of its own, so no longer a box of the buffer."""
+        offset = self.offset
+        for index, stride in zip(offsets, strides):
+            offset = cexpr.add(offset, cexpr.multiply(index, stride))
+        return replace(self, offset=offset, dims=dims, strides=strides, origin=None, axes=())
+
+    def squeezed(self) -> View:
+        """`.sqz()`: without its dimensions of extent 1 (the analysis dropped the same ones)."""
+        kept = [k for k, dim in enumerate(self.dims) if dim.value != 1] or [len(self.dims) - 1]
+        return replace(
+            self,
+            dims=tuple(self.dims[k] for k in kept),
+            strides=tuple(self.strides[k] for k in kept),
+            axes=tuple(self.axes[k] for k in kept) if self.axes else (),
+        )
+
+    def permuted(self, permutation: tuple[int, ...]) -> View:
+        """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp)."""
+        return replace(
+            self,
+            dims=tuple(self.dims[p] for p in permutation),
+            strides=tuple(self.strides[p] for p in permutation),
+            origin=None,
+            axes=(),
+        )
 
 
 def compact_strides(dims: tuple[CExpr, ...]) -> tuple[CExpr, ...]:
@@ -152,20 +189,32 @@ class TilingView:
     view: View
     extents: tuple[CExpr, ...]
     steps: tuple[CExpr, ...]
+    tail: tuple[CExpr, ...] = ()  # `.modspan(...)`: the tile index where the whole tiles end
 
     def at(self, indices: tuple[CExpr, ...]) -> View:
         return self.view.shifted(indices, self.steps, self.extents)
 
     def tile(self) -> View:
-        return replace(self.view, dims=self.extents)
+        """The tile without `.at`: the first, or for a modspan what the whole tiles leave."""
+        return self.at(self.tail) if self.tail else replace(self.view, dims=self.extents)
 
 
 @dataclass(frozen=True)
 class WindowView:
-    """`x.view(a, b)` waiting for its `.from(o0, o1)`."""
+    """`x.view(a, b)` or `x.view(a, b : sa, sb)` waiting for its `.from(o0, o1)`."""
 
     view: View
     extents: tuple[CExpr, ...]
+    strides: tuple[CExpr, ...] = ()  # written after the colon; (): the view's own
+
+    def at(self, offsets: tuple[CExpr, ...]) -> View:
+        if self.strides:
+            return self.view.strided(self.extents, self.strides, offsets)
+        return self.view.shifted(offsets, (cexpr.ONE,) * len(offsets), self.extents)
+
+    def window(self) -> View:
+        """Used as data without `.from`: the window at the view's first element."""
+        return self.at((cexpr.ZERO,) * len(self.extents))
 
 
 @dataclass(frozen=True)
@@ -177,17 +226,21 @@ class ShapeValue:
 
 @dataclass(frozen=True)
 class BufferSlots:
-    """`shared f16 [128, 64] stage[3]`: `stage[i]` is the buffer `i * |element|` elements further."""
+    """`shared f16 [128, 64] stage[3]`: `stage[i]` is the buffer `i * |element|` elements further (the
+    element view is the array's first buffer)."""
 
     element: View
     counts: tuple[CExpr, ...]
 
-    def slot(self, indices: tuple[CExpr, ...]) -> View:
+    def slot(self, indices: tuple[CExpr, ...]) -> View | BufferSlots:
+        """`stage[i]`, `b[i][j]`: one buffer; with fewer indices than dimensions, the sub-array they select."""
         slot = cexpr.ZERO
         for index, count in zip(indices, self.counts):
             slot = cexpr.add(cexpr.multiply(slot, count), index)
-        offset = cexpr.multiply(slot, element_count(self.element.dims))
-        return replace(self.element, offset=cexpr.add(self.element.offset, offset))
+        rest = self.counts[len(indices) :]
+        offset = cexpr.multiply(slot, *rest, element_count(self.element.dims))
+        element = replace(self.element, offset=cexpr.add(self.element.offset, offset))
+        return BufferSlots(element, rest) if rest else element
 
 
 @dataclass(frozen=True)
@@ -229,6 +282,22 @@ class AccumulatorRegisters:
         return "float" if self.elem == "f32" else "unsigned"
 
 
+@dataclass(frozen=True)
+class IndexTuple:
+    """A bounded ituple (`index` of `with index = {x, y} in [4, 8]`): one bounded integer per element; in
+    an index list it stands for all of them."""
+
+    items: tuple[Operand, ...]
+
+
 Lowered = (
-    Operand | View | TilingView | WindowView | ShapeValue | BufferSlots | FutureValue | AccumulatorRegisters
+    Operand
+    | View
+    | TilingView
+    | WindowView
+    | ShapeValue
+    | BufferSlots
+    | FutureValue
+    | AccumulatorRegisters
+    | IndexTuple
 )

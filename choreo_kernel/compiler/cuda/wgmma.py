@@ -166,7 +166,7 @@ class Mma:
                     f"a WGMMA accumulator has a multiple of 64 rows per warpgroup, not {rows}", stmt
                 )
             element = [q for q in stmt.operation.qualifiers if q in ("f32", "f16")]
-            name = emitter.names.source(symbol.name)
+            name = emitter.names.local(symbol.name)
             accumulator = AccumulatorRegisters(
                 cexpr.name(name), element[0] if element else "f32", rows, columns
             )

@@ -25,13 +25,36 @@ RESERVED = frozenset((_CPP_KEYWORDS + _CUDA_NAMES).split())
 
 
 class Names:
-    """C names for one kernel: source names kept (unless C++ reserves them), generated ones made unique."""
+    """C names for one kernel: source names kept (unless C++ reserves them), generated ones made unique.
 
-    def __init__(self, source_names: Iterable[str]) -> None:
+    A local keeps its source name unless a variable of that C name is visible where it is declared
+    (a parameter, or a local of an enclosing block): Choreo's `int a = a + 5;` shadowing parameter
+    `a` reads the parameter in its initializer, where C would read the new variable.
+    """
+
+    def __init__(self, source_names: Iterable[str], visible: Iterable[str] = ()) -> None:
         self.taken = set(source_names) | RESERVED
+        self.scopes: list[set[str]] = [set(visible)]  # the C names declared in each open block
+        self.pending: set[str] = set()  # declared by the head of the next block (a for loop's variable)
 
     def source(self, name: str) -> str:
         return f"{name}_" if name in RESERVED else name
+
+    def local(self, name: str, in_next_block: bool = False) -> str:
+        """The C name of a variable declared here (or, with `in_next_block`, by the head of the block
+        about to open): the source name when no visible variable has it, else a fresh one."""
+        c_name = self.source(name)
+        if c_name in self.pending or any(c_name in scope for scope in self.scopes):
+            c_name = self.fresh(name)
+        (self.pending if in_next_block else self.scopes[-1]).add(c_name)
+        return c_name
+
+    def enter(self) -> None:
+        self.scopes.append(self.pending)
+        self.pending = set()
+
+    def leave(self) -> None:
+        self.scopes.pop()
 
     def fresh(self, base: str) -> str:
         candidate = base
@@ -65,9 +88,10 @@ def source_names(function: ast.Function) -> set[str]:
 class CodeWriter:
     """Lines of CUDA with indentation; every lowered statement starts with the Choreo line it implements."""
 
-    def __init__(self, indent: int = 0) -> None:
+    def __init__(self, indent: int = 0, names: Names | None = None) -> None:
         self.lines: list[str] = []
         self.depth = indent
+        self.names = names  # told when a C block opens and closes, for the names visible in it
 
     def line(self, text: str = "") -> None:
         self.lines.append(f"{'  ' * self.depth}{text}" if text else "")
@@ -80,9 +104,13 @@ class CodeWriter:
     def block(self, head: str) -> Iterator[None]:
         self.line(f"{head} {{" if head else "{")
         self.depth += 1
+        if self.names is not None:
+            self.names.enter()
         try:
             yield
         finally:
+            if self.names is not None:
+                self.names.leave()
             self.depth -= 1
             self.line("}")
 

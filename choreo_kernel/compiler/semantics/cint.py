@@ -53,13 +53,19 @@ def fits(value: int, bits: int = INT_BITS, signed: bool = True) -> bool:
     return 0 <= value < 1 << bits
 
 
-def literal_type(value: int, unsigned: bool) -> str | None:
-    """The type of an integer literal, as C gives it: `int` where it fits, else a 64-bit one (unsigned
-    with a `u` suffix); None where no 64-bit type holds it."""
-    for bits in (INT_BITS, INTMAX_BITS):
+def literal_type(value: int, unsigned: bool, long: bool = False) -> str | None:
+    """The type of an integer literal, as C gives it: `int` where it fits and no `ll` suffix asks for
+    64 bits, else a 64-bit one (unsigned with a `u` suffix); None where no 64-bit type holds it."""
+    for bits in (INTMAX_BITS,) if long else (INT_BITS, INTMAX_BITS):
         if fits(value, bits, signed=not unsigned):
             return f"{'u' if unsigned else 's'}{bits}"
     return None
+
+
+def literal_range(unsigned: bool, hexadecimal: bool) -> str:
+    """The values a 64-bit literal can have, as the message for one out of range writes them."""
+    top = (1 << INTMAX_BITS) - 1 if unsigned else (1 << (INTMAX_BITS - 1)) - 1
+    return f"[0, {hex(top) if hexadecimal else top}]"
 
 
 _ARITHMETIC: dict[str, Callable[[int, int], int]] = {

@@ -28,9 +28,10 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.scope import Context, LevelScope
 from choreo_kernel.compiler.analysis.values import Dim, Symbol, fold, product
 from choreo_kernel.compiler.semantics.evaluate import HostValue, Lookup, NotEvaluable, evaluate
-from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.levels import MAX_THREADS_PER_BLOCK, Level
 
 Counts = Callable[[ast.ParallelClause], tuple[Dim, ...]]
+Factor = int | ast.Expr  # a count: its number where it is known, else the expression that gives it at a call
 Family = str  # "dma", "tma" (and `trigger ... after`), "mma"
 MAX_ENUMERATED_THREADS = 1024  # threads whose predicates are evaluated one by one
 
@@ -55,6 +56,35 @@ class ThreadVariable:
 
     def at(self, thread: int) -> int:
         return (thread // self.stride) % self.extent
+
+
+@dataclass(frozen=True)
+class SymbolicVariable:
+    """A variable below the block level of a launch whose block size the arguments give:
+    `(thread / stride) % extent`, with the stride the product of its factors."""
+
+    name: str
+    symbol: Symbol | None
+    extent: Factor
+    stride: tuple[Factor, ...]
+    spans_block: bool  # its values cover the whole block: no `% extent` needed
+
+
+def count_items(clause: ast.ParallelClause) -> tuple[ast.Expr, ...]:
+    """The count expressions of a clause, one per variable: `[a, b]` or one expression."""
+    return clause.count.items if isinstance(clause.count, ast.ListLiteral) else (clause.count,)
+
+
+def check_block_threads(threads: int, kernel: ast.Parallel) -> str | None:
+    """Why a block of `threads` threads cannot be launched (for a size the arguments give), or None."""
+    if threads <= 0:
+        return f"the parallel at line {kernel.span.line} makes a block of {threads} threads"
+    if threads > MAX_THREADS_PER_BLOCK:
+        return (
+            f"the parallel at line {kernel.span.line} makes a block of {threads} threads: at most "
+            f"{MAX_THREADS_PER_BLOCK} threads per block"
+        )
+    return None
 
 
 class Structure:
@@ -210,6 +240,55 @@ class KernelLaunch:
     def clause_variables(self, clause: ast.ParallelClause) -> list[ThreadVariable]:
         stmt, position = self.structure.owner[id(clause)]
         return self.variables(stmt, position, position + 1)
+
+    # ------------------------------------------------------------------ sizes the arguments give
+
+    def size_factors(self, stmt: ast.Parallel, start: int) -> tuple[Factor, ...]:
+        """`size_of(stmt, start)` as factors: the count of each variable of clauses start.., then those of
+        the first nested parallel, or the unit of the innermost level. A count the arguments give is its
+        expression (which the host evaluates at a call, the CUDA lowering renders)."""
+        factors: list[Factor] = []
+        for clause in stmt.clauses[start:]:
+            factors.extend(self._clause_factors(clause))
+        nested = self.structure.nested[id(stmt)]
+        if nested is not None:
+            factors.extend(self.size_factors(nested, 0))
+        elif self.structure.levels_of[id(stmt)][-1].unit not in (None, 1):
+            factors.append(self.structure.levels_of[id(stmt)][-1].unit or 1)
+        return tuple(factors)
+
+    def block_factors(self) -> tuple[Factor, ...]:
+        """The factors of the block size: the threads below the kernel's block level."""
+        return self.size_factors(self.kernel, self.first_inner)
+
+    def _clause_factors(self, clause: ast.ParallelClause) -> tuple[Factor, ...]:
+        counts, items = self.counts(clause), count_items(clause)
+        if len(counts) != len(items) and not all(isinstance(count, int) for count in counts):
+            raise UnknownSize(
+                clause
+            )  # a shape whose dimensions the arguments give, spliced in: no expressions
+        if len(counts) != len(items):
+            return tuple(int(count) for count in counts)
+        return tuple(count if isinstance(count, int) else item for count, item in zip(counts, items))
+
+    def symbolic_variables(self, clause: ast.ParallelClause) -> list[SymbolicVariable]:
+        """The variables of a sub-block clause, outermost first, for a launch whose block size the
+        arguments give (`variables` for static ones)."""
+        stmt, position = self.structure.owner[id(clause)]
+        if self.structure.levels_of[id(stmt)][position] == Level.BLOCK:
+            return []
+        names = clause.variables.names if clause.variables else ()
+        stride = list(self.size_factors(stmt, position + 1))
+        factors = self._clause_factors(clause)
+        outermost = stmt is self.kernel and position == self.first_inner
+        result: list[SymbolicVariable] = []
+        for index in reversed(range(len(factors))):
+            name = names[index].id if index < len(names) else ""
+            symbol = self._declared(stmt, name) if name else None
+            spans = outermost and index == 0
+            result.insert(0, SymbolicVariable(name, symbol, factors[index], tuple(stride), spans))
+            stride.append(factors[index])
+        return result
 
     # ------------------------------------------------------------------ who reaches, who issues
 

@@ -18,12 +18,14 @@ import numpy as np
 
 from choreo_kernel.compiler.analysis.values import FLOAT_TYPES
 from choreo_kernel.compiler.semantics import cint
-from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
+from choreo_kernel.compiler.semantics.math import MATH_FUNCTIONS
+from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype, tagged_type
 from choreo_kernel.runtime.sim.errors import SimError
 
 Number = Any  # int | float | bool | np.generic | np.ndarray (one entry per active thread)
 
 _INT_RANK = {"bool": 0, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 3, "u32": 3, "s64": 4, "u64": 4}
+_INT_RANK |= dict.fromkeys(("u6", "s6", "u4", "s4", "u2", "s2", "u1", "bin1"), 0)  # all promote to int
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -45,14 +47,6 @@ _INTEGER: dict[str, Callable[[Any, Any], Any]] = {
     "&": operator.and_,
     "|": operator.or_,
     "^": operator.xor,
-}
-_MATH: dict[str, Callable[[Any], Any]] = {
-    "__exp": np.exp,
-    "__log": np.log,
-    "__sqrt": np.sqrt,
-    "__rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
-    "__tanh": np.tanh,
-    "__abs": np.abs,
 }
 COMPARISONS = frozenset(_COMPARE)
 
@@ -88,9 +82,22 @@ _SATURATING = {
 }
 
 
-def saturated(value: Number, dtype: np.dtype) -> Number:
-    """`value` clamped to the finite range of an 8-bit float type, which the GPU converts with
-    `.satfinite` (NaN stays NaN); any other destination type takes `value` as it is."""
+def stored(value: Number, dtype: np.dtype) -> Number:
+    """`value` as a store into an array of `dtype` keeps it: clamped to the finite range of an 8-bit
+    float type, which the GPU converts with `.satfinite` (NaN stays NaN); wrapped to the low bits of a
+    u6 or s6 (as C converts to a narrower integer), 0 or 1 for a bin1. Any other type takes `value` as
+    it is: NumPy's conversion then rounds and wraps as the GPU does (ml_dtypes' for fp6, fp4 and the
+    4-, 2- and 1-bit integers)."""
+    tagged = tagged_type(dtype)
+    if tagged == "bin1":
+        held = truth(value)
+        return held if isinstance(held, np.ndarray) else np.bool_(held)
+    if tagged in ("u6", "s6"):
+        whole = np.trunc(np.nan_to_num(np.asarray(value, dtype=np.float64))).astype(np.int64) & 63
+        if tagged == "s6":
+            whole = np.where(whole >= 32, whole - 64, whole)
+        held = whole.astype(dtype)
+        return held if isinstance(value, np.ndarray) else held[()]
     limit = _SATURATING.get(dtype)
     if limit is None or getattr(value, "dtype", None) == dtype:
         return value
@@ -103,7 +110,7 @@ def convert(value: Number, elem: str) -> Number:
     if elem == "s32" and type(value) is int:
         return value
     dtype = numpy_dtype(elem)
-    value = saturated(value, dtype)
+    value = stored(value, dtype)
     if isinstance(value, np.ndarray):
         return value if value.dtype == dtype else value.astype(dtype)
     try:
@@ -172,13 +179,18 @@ def builtin(name: str, args: list[Number]) -> Number:
     if name == "cdiv":
         a, b = args
         return binary("/", binary("-", binary("+", a, b), 1), b)  # (a + b - 1) / b, as cint.cdiv
+    function = MATH_FUNCTIONS[name]
     result = promote(*(element_type(arg) for arg in args))
-    if name in ("__max", "__min"):
-        x, y = (convert(arg, result) for arg in args)
-        return np.maximum(x, y) if name == "__max" else np.minimum(x, y)
-    if result not in FLOAT_TYPES and name != "__abs":
+    if function.result == "floating" and result != "f64":
         result = "f32"
-    return _MATH[name](convert(args[0], result))
+    elif function.result == "integer":
+        if result in FLOAT_TYPES:
+            raise SimError(f"'{name}' takes integers, got {result}")
+        if np.any(np.asarray(args[1]) == 0):
+            raise SimError(f"'{name}' aligns to a multiple of 0")
+    with np.errstate(all="ignore"):  # NaN and infinity come out as the device's do
+        value = function.reference(np, *(convert(arg, result) for arg in args))
+    return value if function.result == "floating" else convert(value, result)
 
 
 def as_index(value: Number) -> int | np.ndarray:

@@ -1,8 +1,8 @@
 """The sim backend: run a `__co__` function on the CPU with NumPy, with the GPU's semantics.
 
 Arguments are checked against the signature before anything runs (runtime/signature.py).
-Arrays of `global` parameters are used in place, so what the program writes into them
-reaches the caller; other arrays are copied, as the CUDA runtime copies host arrays to
+Arrays of `global` parameters and of parameters passed by reference (`&`) are used in
+place, so what the program writes into them reaches the caller; other arrays are copied, as the CUDA runtime copies host arrays to
 the device.  The seed picks the order in which paths run and pending operations complete;
 a correct program gives the same result for every seed.
 """
@@ -19,6 +19,7 @@ from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.sim.arith import convert
+from choreo_kernel.runtime.sim.device_library import program_library
 from choreo_kernel.runtime.sim.frames import Scope
 from choreo_kernel.runtime.sim.interpreter import ONE_THREAD, Interpreter
 from choreo_kernel.runtime.sim.values import Buffer
@@ -35,6 +36,9 @@ class SimBackend:
         self.source = source  # for source lines in run-time error messages, when the caller has it
         self.filename = filename
         self._functions: dict[str, SimFunction] = {}
+        # Built now, so that a compiler's complaint about the device code comes with the compile.
+        calls = any(info.device_calls for info in analysis.functions.values())
+        self.device = program_library(analysis, source, filename) if calls else None
 
     def function(self, name: str) -> SimFunction:
         if name not in self._functions:
@@ -48,7 +52,7 @@ class SimFunction:
     def __init__(self, info: FunctionInfo, backend: SimBackend) -> None:
         self.info = info
         self.backend = backend
-        self.interpreter = Interpreter(info, backend.source, backend.filename)
+        self.interpreter = Interpreter(info, backend.source, backend.filename, backend.device)
         self.__name__ = info.function.name
 
     def __call__(self, *args: Any, seed: int | None = None) -> Any:
@@ -58,12 +62,15 @@ class SimFunction:
         scope.names.update(bound.dims)
         write_back: list[tuple[ast.Param, Any, np.ndarray]] = []
         for param, value in zip(function.params, bound.values):
+            if param.is_stream:
+                scope.names[param.name] = value  # the sim runs launches in order: streams change nothing
+                continue
             if param.type.shape is None:
                 scope.names[param.name] = convert(value, param.type.name)
                 continue
             array = self._device_array(param, value)
             scope.names[param.name] = Buffer(array, 0, False)
-            if param.is_global and array is not value:
+            if param.writes_back and array is not value:
                 write_back.append((param, value, array))
         with np.errstate(all="ignore"):  # NaN, overflow and casts behave as on the GPU, silently
             result = self.interpreter.run_host(scope, self.backend.seed if seed is None else seed)
@@ -72,20 +79,26 @@ class SimFunction:
                 caller[...] = array
             except (TypeError, ValueError) as error:
                 raise ChoreoError.simple(
-                    f"{function.name}(): parameter '{param.name}' is global, but the results cannot be written "
+                    f"{function.name}(): parameter '{param.name}' {_sharing(param)}, but the results cannot be written "
                     f"back into the {type(caller).__name__} passed for it ({error}); pass a writable NumPy array"
                 ) from None
         return result
 
     def _device_array(self, param: ast.Param, value: Any) -> np.ndarray:
-        """The array the program works on: the caller's own for a writable global parameter, else a copy."""
+        """The array the program works on: the caller's own for a writable global parameter, else a copy
+        (views address their buffer's elements in row-major order, so a strided array is copied too, and a
+        global one written back)."""
         if not isinstance(value, np.ndarray):
             return np.array(value)
-        if not param.is_global:
+        if not param.writes_back:
             return value.copy()
         if not value.flags.writeable:
             raise ChoreoError.simple(
-                f"{self.info.function.name}(): parameter '{param.name}' is global, so results are written into "
-                "it, but the array passed for it is read-only"
+                f"{self.info.function.name}(): parameter '{param.name}' {_sharing(param)}, so results are written "
+                "into it, but the array passed for it is read-only"
             )
-        return value
+        return np.ascontiguousarray(value)
+
+
+def _sharing(param: ast.Param) -> str:
+    return "is global" if param.is_global else "is passed by reference"

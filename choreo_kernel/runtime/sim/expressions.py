@@ -14,16 +14,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.builtins import BUILTINS
+from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS, BUILTINS
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, INT_TYPES
+from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
+from choreo_kernel.runtime.sim.calls import DeviceEvaluation
+from choreo_kernel.runtime.sim.device_library import DeviceLibrary
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget
 from choreo_kernel.runtime.sim.frames import Frame, read
 from choreo_kernel.runtime.sim.operations import Fragment, Operation
-from choreo_kernel.runtime.sim.values import Buffer, IntTuple
+from choreo_kernel.runtime.sim.values import BoundedTuple, Buffer, IntTuple, Slots, TupleOf
 from choreo_kernel.runtime.sim.views import Bounded, Element, Tiling, View, Window
 
 _SHAPE_OPS = ("+", "-", "*", "/", "%")
@@ -41,7 +44,7 @@ def _is_integer(value: Any) -> bool:
         return False
 
 
-class Evaluator:
+class Evaluator(DeviceEvaluation):
     """Evaluates expressions in a frame; one handler per kind of expression node."""
 
     # Each kind of expression and its handler (tests/test_passes.py checks that every kind is here).
@@ -66,9 +69,11 @@ class Evaluator:
         ast.TypeSize: "_type_size",
         ast.Cast: "_cast",
         ast.AnyDim: "_any_dim",
+        ast.DeviceCall: "_device_call",
     }
 
-    def __init__(self) -> None:
+    def __init__(self, device: DeviceLibrary | None = None) -> None:
+        self.device = device  # the program's device code, built for the CPU (when it calls any)
         self._handlers = {kind: getattr(self, name) for kind, name in self.HANDLERS.items()}
 
     # ------------------------------------------------------------ entry points
@@ -113,6 +118,8 @@ class Evaluator:
             value = self.value(item, frame)
             if isinstance(value, IntTuple):
                 result.extend(value.items)
+            elif isinstance(value, BoundedTuple):  # the values of a bounded ituple's elements
+                result.extend(_uniform(element) for element in value.items)
             else:
                 result.append(_uniform(value))
         return result
@@ -132,13 +139,15 @@ class Evaluator:
             return value.data(frame.lanes)
         if isinstance(value, Tiling):
             return value.view.tile(value.extents, value.steps, [0] * len(value.extents))
+        if isinstance(value, Window):
+            return value.view.window(value.extents, [0] * len(value.extents), value.strides)
         raise SimError(f"expected spanned data, got {type(value).__name__.lower()}")
 
     # ------------------------------------------------------------- handlers
 
     @staticmethod
     def _int(expr: ast.IntLiteral, frame: Frame) -> Any:
-        literal = cint.literal_type(expr.value, expr.unsigned)
+        literal = cint.literal_type(expr.value, expr.unsigned, expr.long)
         if literal == "s32":
             return expr.value  # a Python int is a C int here
         return numpy_dtype(literal or "s64").type(expr.value)
@@ -173,7 +182,12 @@ class Evaluator:
         return arith.convert(plain(self.value(expr.operand, frame)), expr.type_name)
 
     def _name(self, expr: ast.Name, frame: Frame) -> Any:
-        return read(frame.scope.owner(expr.id).names[expr.id], frame.lanes)
+        stored = frame.scope.owner(expr.id).names[expr.id]
+        if isinstance(stored, TupleOf):  # a bounded ituple: its elements' current values
+            return BoundedTuple(
+                tuple(read(frame.scope.owner(name).names[name], frame.lanes) for name in stored.elements)
+            )
+        return read(stored, frame.lanes)
 
     def _binary(self, expr: ast.Binary, frame: Frame) -> Any:
         op = expr.op
@@ -185,6 +199,10 @@ class Evaluator:
                 raise SimError("'#' composes two bounded values")
             composed = arith.binary("+", arith.binary("*", left.value, right.bound), right.value)
             return Bounded(composed, left.bound * right.bound)
+        if op in ("#-", "#+"):  # x #- k: the value of x with its bound moved by k
+            if not isinstance(left, Bounded):
+                raise SimError(f"'{op}' changes the bound of a bounded value")
+            return Bounded(left.value, int(arith.binary(op[1], left.bound, _uniform(right))))
         if isinstance(left, IntTuple) or isinstance(right, IntTuple):
             return _shape_arithmetic(op, left, right)
         result = arith.binary(op, plain(left), plain(right))
@@ -225,10 +243,12 @@ class Evaluator:
 
     def _unary(self, expr: ast.Unary, frame: Frame) -> Any:
         value = self.value(expr.operand, frame)
-        if expr.op == "#":
+        if expr.op == "#" and not isinstance(value, BoundedTuple):
             if not isinstance(value, Bounded):
                 raise SimError("'#' gives the bound of a bounded value")
             return value.bound
+        if isinstance(value, BoundedTuple) and expr.op == "#":
+            return IntTuple(tuple(item.bound for item in value.items))
         if isinstance(value, IntTuple) and expr.op in "+-":
             return IntTuple(tuple(-item if expr.op == "-" else item for item in value.items))
         if expr.op == "&":
@@ -252,22 +272,47 @@ class Evaluator:
     def _call(self, expr: ast.Call, frame: Frame) -> Any:
         callee = expr.callee
         if isinstance(callee, ast.Name) and callee.id in BUILTINS and frame.scope.find(callee.id) is None:
+            if callee.id == "select":
+                return self._select(expr, frame)
             if callee.id in ("swap", "rotate"):
                 raise SimError(f"'{callee.id}(...)' is a statement, not a value")
+            if callee.id in ATOMIC_BUILTINS:
+                return self._atomic(callee.id, expr, frame)
             return arith.builtin(callee.id, [plain(self.value(arg, frame)) for arg in expr.args])
         target = self.value(callee, frame)
         (index,) = (self.uniform_int(arg, frame) for arg in expr.args)
         if isinstance(target, IntTuple):
             return target.item(index)
-        if isinstance(target, Bounded):  # j(k): a value of a with-variable's range; j(-1) is #j - 1
-            return index if index >= 0 else target.bound + index
+        if isinstance(target, BoundedTuple):  # index(k): element k
+            if not -len(target.items) <= index < len(target.items):
+                raise SimError(f"element {index} is out of range for a bounded ituple of {len(target.items)}")
+            return target.items[index]
+        if isinstance(target, Bounded):  # j(k): a value of a bounded variable's range; j(-1) is #j - 1
+            return Bounded(index if index >= 0 else target.bound + index, target.bound)
         raise SimError(f"a {type(target).__name__.lower()} cannot be called")
+
+    def _select(self, expr: ast.Call, frame: Frame) -> Any:
+        """`select(k, a, b, ...)`: the k-th value (a future stands for its data), k checked when it runs."""
+        factor, *operands = expr.args
+        try:
+            index = self.uniform_int(factor, frame)
+        except SimError:
+            raise SimError(
+                f"the select factor '{expression(factor)}' differs between the threads that run it; the sim "
+                "selects one buffer for all of them: make it the same in every thread"
+            ) from None
+        if not 0 <= index < len(operands):
+            raise SimError(
+                f"the select factor '{expression(factor)}' is {index}, not in bound [0, {len(operands)})"
+            )
+        chosen = self.raw(operands[index], frame)
+        return chosen.data(frame.lanes) if isinstance(chosen, Operation) else chosen
 
     def _member(self, expr: ast.Member, frame: Frame) -> Any:
         base = self.raw(expr.value, frame)
         if expr.name == "data":
             if not isinstance(base, Operation):
-                raise SimError("'.data' belongs to data futures")
+                return self.as_view(base, frame)  # spanned data's `.data` is itself
             return base.data(frame.lanes)
         if expr.name == "span":
             return IntTuple(_span(base, frame))
@@ -283,26 +328,43 @@ class Evaluator:
             return IntTuple(_span(base, frame)).item(index)
         if isinstance(base, Tiling):
             if name == "step":
-                return Tiling(base.view, base.extents, self.ints(args, frame))
+                return Tiling(base.view, base.extents, self.ints(args, frame), base.tail)
             if name == "at":
                 return base.view.tile(base.extents, base.steps, self._indices(args, frame))
         if isinstance(base, Window) and name == "from":
-            return base.view.window(base.extents, self._indices(args, frame))
+            return base.view.window(base.extents, self._indices(args, frame), base.strides)
         view = self.as_view(base, frame)
         if name in ("at", "data"):
             return view.at(self._indices(args, frame))
         if name == "chunkat":
-            return view.chunkat([self._chunk_index(arg, frame) for arg in args])
+            return view.chunkat(self._chunk_indices(args, frame))
+        if name == "modspan":  # the tail that whole tiles leave (resolve/views.py)
+            sizes = self.ints(args, frame)
+            if any(size <= 0 for size in sizes):
+                raise SimError(f"the tile extents of a modspan must be positive, got {sizes}")
+            tail = [dim // size for dim, size in zip(view.shape, sizes)]
+            return Tiling(view, [dim % size for dim, size in zip(view.shape, sizes)], sizes, tail)
         if name in ("subspan", "chunk"):
-            extents = self.ints(args, frame)
+            extents = self._extents(args, view, frame)
             if name == "chunk":
                 extents = [size // count for size, count in zip(view.shape, extents)]
             return Tiling(view, extents, extents)
         if name == "view":
-            return Window(view, self.ints(args, frame))
+            strides = self.ints(expr.strides, frame) if expr.strides else None
+            return Window(view, self._extents(args, view, frame), strides)
         if name == "span_as":
             return view.reshape(tuple(self.ints(args, frame)))
+        if name == "sqz":
+            return view.squeezed()
         raise SimError(f"spanned data has no method '.{name}'")
+
+    def _extents(self, args: tuple[ast.Expr, ...], view: View, frame: Frame) -> list[int]:
+        """Extents of a tile or window, tuples spliced in; `_` keeps the view's dimension whole."""
+        extents: list[int | None] = []
+        for arg in args:
+            extents.extend([None] if _is_whole(arg, frame) else self.ints((arg,), frame))
+        dims = (*view.shape, *[0] * len(extents))
+        return [dim if extent is None else extent for extent, dim in zip(extents, dims)]
 
     def _ring(self, event: EventArray, name: str, args: tuple[ast.Expr, ...], frame: Frame) -> EventTarget:
         """`e.at(order)`: slot order % N, generation order / N (events.md)."""
@@ -314,16 +376,24 @@ class Evaluator:
         size = len(event.slots)
         return EventTarget(event, order % size, order // size)
 
-    def _chunk_index(self, expr: ast.Expr, frame: Frame) -> Bounded | None:
-        if isinstance(expr, ast.Name) and expr.id == "_" and frame.scope.find("_") is None:
-            return None
-        value = self.value(expr, frame)
-        if not isinstance(value, Bounded):
-            raise SimError("a chunkat index must be a bounded value (a parallel, foreach or with variable)")
-        return Bounded(arith.as_index(value.value), value.bound)
+    def _chunk_indices(self, args: tuple[ast.Expr, ...], frame: Frame) -> list[Bounded | None]:
+        """chunkat's indices, a bounded ituple spliced in; None for `_` (a whole dimension)."""
+        indices: list[Bounded | None] = []
+        for arg in args:
+            if isinstance(arg, ast.Name) and arg.id == "_" and frame.scope.find("_") is None:
+                indices.append(None)
+                continue
+            for value in _spliced(self.value(arg, frame)):
+                if not isinstance(value, Bounded):
+                    raise SimError(
+                        "a chunkat index must be a bounded value (a parallel, foreach or with variable)"
+                    )
+                indices.append(Bounded(arith.as_index(value.value), value.bound))
+        return indices
 
     def _indices(self, args: tuple[ast.Expr, ...], frame: Frame) -> list[Any]:
-        return [arith.as_index(plain(self.value(arg, frame))) for arg in args]
+        """An index or offset list, tuples spliced in."""
+        return [arith.as_index(plain(value)) for arg in args for value in _spliced(self.value(arg, frame))]
 
     def _index(self, expr: ast.Index, frame: Frame) -> Any:
         indices, root = list(expr.indices), expr.value
@@ -334,7 +404,7 @@ class Evaluator:
             if isinstance(event, EventArray):
                 return EventTarget(event, event.slot_at([self.uniform_int(i, frame) for i in indices]), None)
         base = self.raw(expr.value, frame)
-        if isinstance(base, Buffer) and base.slots:
+        if (isinstance(base, Buffer) and base.slots) or isinstance(base, Slots):
             return base.slot(self._indices(expr.indices, frame), frame.lanes)
         if isinstance(base, IntTuple):
             return IntTuple(tuple(self._derived(base, item, frame) for item in expr.indices))
@@ -352,6 +422,20 @@ class Evaluator:
     def _element_count(self, expr: ast.ElementCount, frame: Frame) -> int:
         value = self.raw(expr.operand, frame)
         return math.prod(value.items if isinstance(value, IntTuple) else _span(value, frame))
+
+
+def _is_whole(expr: ast.Expr, frame: Frame) -> bool:
+    """`_` in `chunkat`, `subspan` or `view`: the whole dimension."""
+    return isinstance(expr, ast.Name) and expr.id == "_" and frame.scope.find("_") is None
+
+
+def _spliced(value: Any) -> tuple[Any, ...]:
+    """The entries a value makes in an index list: each element of a tuple, or the value itself."""
+    if isinstance(value, BoundedTuple):
+        return value.items
+    if isinstance(value, IntTuple):
+        return value.items
+    return (value,)
 
 
 def _span(value: Any, frame: Frame) -> tuple[int, ...]:

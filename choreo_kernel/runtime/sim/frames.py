@@ -8,7 +8,7 @@ values, or an assignment in a branch that only some threads take.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -111,6 +111,16 @@ class Block:
     threads: int
     scheduler: Scheduler
     launch: KernelLaunch | None  # None for the host code
+    index3: tuple[int, int, int] = (0, 0, 0)  # blockIdx, as the CUDA lowering numbers the grid
+    grid3: tuple[int, int, int] = (1, 1, 1)  # gridDim
+
+    def place(self, index: tuple[int, ...], grid: tuple[int, ...]) -> None:
+        """Where this block is in its grid, for device functions that read blockIdx and gridDim."""
+        self.index3 = (*index, 0, 0, 0)[:3]  # type: ignore[assignment]
+        self.grid3 = (*grid, 1, 1, 1)[:3]  # type: ignore[assignment]
+
+    barriers: dict[object, Any] = field(default_factory=dict)  # the block's named barriers (control.py)
+    grid: Any = None  # the grid barrier of a cooperative launch (a control.BarrierState)
 
     def issuing_unit(self, context: Context, family: Family) -> int:
         """Threads per instance of the level that runs an operation (the model's, semantics/launch.py)."""

@@ -16,31 +16,34 @@ import math
 import random
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.device_checks import SIM_ASM
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Note
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.arrivals import event_arrivals, trigger_sites
 from choreo_kernel.compiler.semantics.evaluate import HostValue, NotEvaluable
-from choreo_kernel.compiler.semantics.launch import KernelLaunch
+from choreo_kernel.compiler.semantics.launch import KernelLaunch, check_block_threads
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
+from choreo_kernel.runtime.sim.control import BarrierState, ControlStatements, EventChange
+from choreo_kernel.runtime.sim.device_library import DeviceLibrary
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget, EventWait, Need
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
-from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope
+from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope, read
 from choreo_kernel.runtime.sim.instances import instances
 from choreo_kernel.runtime.sim.issue import Issuer, futures
 from choreo_kernel.runtime.sim.limits import MAX_BYTES, MAX_STEPS, gigabytes, index_space
 from choreo_kernel.runtime.sim.operations import FutureWait, Operation
 from choreo_kernel.runtime.sim.scheduler import Blocker, Deadlock, Join, Scheduler, Task
-from choreo_kernel.runtime.sim.values import Buffer, IntTuple
+from choreo_kernel.runtime.sim.values import Buffer, IntTuple, TupleOf
 from choreo_kernel.runtime.sim.views import Bounded
 
 ONE_THREAD = np.zeros(1, dtype=np.intp)
@@ -48,19 +51,28 @@ ONE_THREAD = np.zeros(1, dtype=np.intp)
 
 @dataclass(frozen=True)
 class Leaving:
-    """Threads that left the statements around them with `break` or `continue`."""
+    """Threads that left the statements around them with `break` or `continue`, or the kernel with `yield`."""
 
     broken: np.ndarray
     continued: np.ndarray
+    exited: np.ndarray = field(default_factory=lambda: ONE_THREAD[:0])  # by `yield`: out of the kernel
 
     @property
     def lanes(self) -> np.ndarray:
-        return np.union1d(self.broken, self.continued)
+        return np.union1d(np.union1d(self.broken, self.continued), self.exited)
 
     def merge(self, other: Leaving | None) -> Leaving:
         if other is None:
             return self
-        return Leaving(np.union1d(self.broken, other.broken), np.union1d(self.continued, other.continued))
+        return Leaving(
+            np.union1d(self.broken, other.broken),
+            np.union1d(self.continued, other.continued),
+            np.union1d(self.exited, other.exited),
+        )
+
+    def out_of_loop(self) -> Leaving | None:
+        """What leaves the loop around it: the threads that yielded."""
+        return Leaving(self.exited[:0], self.exited[:0], self.exited) if self.exited.size else None
 
 
 Run = Generator[Blocker, None, Leaving | None]
@@ -74,19 +86,21 @@ class Returned(Exception):
         self.value = value
 
 
-class Interpreter:
+class Interpreter(ControlStatements):
     """Runs one function: its host statements, its launches and their blocks.
 
     Built once per function; each call brings its own scope and seed, so nothing of one
     call outlives it here.
     """
 
-    def __init__(self, info: FunctionInfo, source: str, filename: str) -> None:
+    def __init__(
+        self, info: FunctionInfo, source: str, filename: str, device: DeviceLibrary | None = None
+    ) -> None:
         self.info = info
         self.launches = info.launches
         self.source = source
         self.filename = filename
-        self.evaluator = Evaluator()
+        self.evaluator = Evaluator(device)
         self.issuer = Issuer(info, self.evaluator)
         self.sites = trigger_sites(info.function.body, info.event_named)
         self._simple: dict[type, Callable[[Any, Frame], Leaving | None]] = {
@@ -112,6 +126,11 @@ class Interpreter:
         ast.Break: "_break",
         ast.Continue: "_break",
         ast.Empty: "_empty",
+        ast.Asm: "_asm",
+        ast.Fence: "_empty",  # the sim's memory is sequentially consistent
+        ast.Yield: "_yield",
+        ast.Assert: "_assert",
+        ast.Print: "_print",
     }
     COMPOUND: ClassVar[dict[type[ast.Stmt], str]] = {
         ast.Block: "_body",
@@ -125,6 +144,8 @@ class Interpreter:
         ast.Wait: "_wait",
         ast.Sync: "_join",
         ast.Unsupported: "_unsupported",
+        ast.Barrier: "_barrier",
+        ast.NamedBarrier: "_named_barrier",
     }
 
     # ------------------------------------------------------------------ host
@@ -149,7 +170,11 @@ class Interpreter:
         launch = self.launches.launch(kernel)
         if launch.is_static:
             return launch
-        return self.launches.bind(kernel, lambda clause: tuple(self.evaluator.extents(clause.count, frame)))
+        bound = self.launches.bind(kernel, lambda clause: tuple(self.evaluator.extents(clause.count, frame)))
+        problem = check_block_threads(bound.threads, kernel)
+        if problem is not None:  # as the GPU refuses it
+            raise SimError(problem)
+        return bound
 
     def _run(self, frame: Frame, body: Run) -> None:
         """Run `body` as the main path of `frame`'s block, with every path it spawns."""
@@ -212,6 +237,10 @@ class Interpreter:
     def _empty(stmt: ast.Empty, frame: Frame) -> None:
         return None
 
+    @staticmethod
+    def _asm(stmt: ast.Asm, frame: Frame) -> None:
+        raise SimError(SIM_ASM)
+
     def _unsupported(self, stmt: ast.Unsupported, frame: Frame) -> Run:
         if stmt.inner is None:
             return None
@@ -243,7 +272,7 @@ class Interpreter:
             )
         base = np.full(shape, arith.poison_of(dtype), dtype=dtype)
         if stmt.init:
-            values = [arith.saturated(plain(self.evaluator.value(item, frame)), dtype) for item in stmt.init]
+            values = [arith.stored(plain(self.evaluator.value(item, frame)), dtype) for item in stmt.init]
             if len(values) == 1:
                 base[...] = values[0]
             else:  # C aggregate initialization: the listed elements, then zeros
@@ -349,10 +378,10 @@ class Interpreter:
         if not context.levels:
             self._launch(stmt, frame)
             return None
-        yield from self._threads(stmt, 0, frame)
+        leaving = yield from self._threads(stmt, 0, frame)
         if all(scope.level == Level.BLOCK for scope in context.levels):
             yield from self._join(stmt, frame)  # back at block level: the threads meet again
-        return None
+        return leaving
 
     def _launch(self, stmt: ast.Parallel, frame: Frame) -> None:
         """A kernel launch: every block instance, one after the other."""
@@ -362,18 +391,44 @@ class Interpreter:
             names = clause.variables.names if clause.variables else ()
             for position, count in enumerate(self.evaluator.extents(clause.count, frame)):
                 axes.append((names[position].id if position < len(names) else None, count))
-        self._step(math.prod(count for _, count in axes))
+        blocks = math.prod(count for _, count in axes)
+        self._step(blocks)
+        cooperative = stmt.clauses[0].cooperative and self.info.levels_of[id(stmt)][0] == Level.BLOCK
+        grid = BarrierState(f"the grid barrier (line {stmt.span.line})", blocks) if cooperative else None
+        together: list[Frame] = []  # a cooperative launch's blocks, which run in turns
         for index in index_space([range(count) for _, count in axes]):
             self._step()
             scope = Scope(frame.scope, ONE_THREAD)
             for (name, count), value in zip(axes, index):
                 if name is not None:
                     scope.names[name] = Bounded(value, count)
+            self._bind_groups(stmt.clauses[:first], scope)
             label = f"block ({', '.join(map(str, index))})" if index else "its only block"
             start = self._open(label, scope, Task("the block's main path"), frame.block.scheduler.rng)
+            start.block.place(index, tuple(count for _, count in axes))
             start.block.launch = self._bind_launch(stmt, start)
             start.block.threads = start.block.launch.threads
-            self._run(start, self._block_body(stmt, first, start))
+            if grid is None:
+                self._run(start, self._block_body(stmt, first, start))
+                continue
+            start.block.grid = grid
+            start.task.run = self._block_body(stmt, first, start)
+            start.block.scheduler.start(start.task)
+            together.append(start)
+        self._run_together(together)
+
+    def _run_together(self, frames: list[Frame]) -> None:
+        """The blocks of a cooperative launch, in turns: each runs until it is done or blocked, which
+        another block may release (at the grid barrier); a round in which none moves is a deadlock."""
+        waiting = frames
+        while waiting:
+            steps = [frame.block.scheduler.steps for frame in waiting]
+            remaining = [frame for frame in waiting if not frame.block.scheduler.advance()]
+            moved = any(frame.block.scheduler.steps != before for frame, before in zip(waiting, steps))
+            if remaining and not moved:
+                stuck = remaining[0].block
+                raise self._deadlock(stuck, stuck.scheduler.live())
+            waiting = remaining
 
     def _block_body(self, stmt: ast.Parallel, first: int, frame: Frame) -> Run:
         if first < len(stmt.clauses):
@@ -398,8 +453,17 @@ class Interpreter:
             if variable.name:
                 values = (threads // variable.stride) % variable.extent
                 inner.scope.names[variable.name] = PerThread(values, variable.extent)
-        yield from self._body(stmt.body, inner)
-        return None
+        self._bind_groups(stmt.clauses[start:], inner.scope)
+        leaving = yield from self._body(stmt.body, inner)
+        return leaving.out_of_loop() if leaving is not None else None  # threads that yielded stay out
+
+    @staticmethod
+    def _bind_groups(clauses: Sequence[ast.ParallelClause], scope: Scope) -> None:
+        """`q = {q0, q1} by [2, 2]`: `q` is the bounded ituple of its variables."""
+        for clause in clauses:
+            variables = clause.variables
+            if variables is not None and variables.group is not None:
+                scope.names[variables.group.id] = TupleOf(tuple(name.id for name in variables.names))
 
     def _inthreads(self, stmt: ast.InThreads, frame: Frame) -> Run:
         if stmt.is_async:  # alone as a body: nothing follows it there
@@ -438,23 +502,29 @@ class Interpreter:
 
     def _loop(self, body: ast.Stmt, frame: Frame, iterations: Iterable[dict[str, Any]]) -> Run:
         lanes = frame.lanes
+        left: Leaving | None = None
         for bindings in iterations:
             self._step()
             inner = frame.enter(lanes)
             inner.scope.names.update(bindings)
             leaving = yield from self._body(body, inner)
-            if leaving is not None and leaving.broken.size:
-                lanes = np.setdiff1d(lanes, leaving.broken, assume_unique=True)
+            if leaving is not None and (leaving.broken.size or leaving.exited.size):
+                lanes = np.setdiff1d(lanes, np.union1d(leaving.broken, leaving.exited), assume_unique=True)
+                left = leaving.merge(left)
                 if not lanes.size:
                     break
-        return None
+        return left.out_of_loop() if left is not None else None
 
     def _foreach(self, stmt: ast.Foreach, frame: Frame) -> Run:
         bounds = self.evaluator.extents(stmt.extent, frame)
         self._step(math.prod(bounds))
-        names = [name.id for name in stmt.variables.names]
+        names = self._element_names(stmt.variables, len(bounds))
+        group = self._tuple_name(stmt.variables)
         iterations = (
-            {name: Bounded(value, bound) for name, value, bound in zip(names, values, bounds)}
+            {
+                **{name: Bounded(value, bound) for name, value, bound in zip(names, values, bounds)},
+                **({group: TupleOf(tuple(names))} if group is not None else {}),
+            }
             for values in index_space([range(bound) for bound in bounds])
         )
         return (yield from self._loop(stmt.body, frame, iterations))
@@ -463,6 +533,12 @@ class Interpreter:
         """`foreach j(1:-1:2)`: a slice of a with-variable's range, with Python slice rules (12.8)."""
         ranges = []
         for item in stmt.items:
+            stored = frame.scope.owner(item.name.id).names[item.name.id]
+            if isinstance(stored, TupleOf):  # a bounded ituple: every element, outermost first
+                for element in stored.elements:
+                    bound = read(frame.scope.owner(element).names[element], frame.lanes).bound
+                    ranges.append((element, bound, range(bound)))
+                continue
             variable = self.evaluator.value(item.name, frame)
             if not isinstance(variable, Bounded):
                 raise SimError(f"'foreach {item.name.id}' iterates a with-variable")
@@ -481,11 +557,26 @@ class Interpreter:
         inner = frame.enter()
         for binding in stmt.bindings:
             bounds = self.evaluator.extents(binding.extent, frame)
-            for name, bound in zip(binding.variables.names, bounds):
-                inner.scope.names[name.id] = Bounded(0, bound)  # 0 outside a foreach over it (12.8)
-            if binding.variables.group is not None:
-                inner.scope.names[binding.variables.group.id] = IntTuple(tuple(bounds))
+            names = self._element_names(binding.variables, len(bounds))
+            for name, bound in zip(names, bounds):
+                inner.scope.names[name] = Bounded(0, bound)  # 0 outside a foreach over it (12.8)
+            group = self._tuple_name(binding.variables)
+            if group is not None:
+                inner.scope.names[group] = TupleOf(tuple(names))
         return (yield from self._body(stmt.body, inner))
+
+    def _element_names(self, variables: ast.BoundVars, count: int) -> list[str]:
+        """The scope names of the `count` elements `variables` bind (made up for anonymous elements, which
+        no source name can reach)."""
+        if id(variables) in self.info.anonymous_tuples:
+            return [f"{variables.names[0].id}#{position}" for position in range(count)]
+        return [name.id for name in variables.names[:count]]
+
+    def _tuple_name(self, variables: ast.BoundVars) -> str | None:
+        """The name of the bounded ituple `variables` bind, if any: the group, or a lone name over several bounds."""
+        if id(variables) in self.info.anonymous_tuples:
+            return variables.names[0].id
+        return variables.group.id if variables.group is not None else None
 
     def _if(self, stmt: ast.If, frame: Frame) -> Run:
         condition = self.evaluator.truth(stmt.condition, frame)
@@ -501,18 +592,28 @@ class Interpreter:
 
     def _while(self, stmt: ast.While, frame: Frame) -> Run:
         lanes = frame.lanes
+        left: Leaving | None = None
+        events = self.event_condition(stmt.condition)
         while lanes.size:
-            condition = self.evaluator.truth(stmt.condition, frame.narrow(lanes))
+            if events:  # `while (e)`: the same for every thread of the path
+                condition, tested = self._pending(stmt.condition, frame.narrow(lanes))
+                change = EventChange(stmt, tested)
+            else:
+                condition = self.evaluator.truth(stmt.condition, frame.narrow(lanes))
             if isinstance(condition, np.ndarray):
                 lanes = lanes[condition]
             elif not condition:
                 break
             if not lanes.size:
                 break
+            self._step()
             leaving = yield from self._body(stmt.body, frame.narrow(lanes))
-            if leaving is not None and leaving.broken.size:
-                lanes = np.setdiff1d(lanes, leaving.broken, assume_unique=True)
-        return None
+            if leaving is not None and (leaving.broken.size or leaving.exited.size):
+                lanes = np.setdiff1d(lanes, np.union1d(leaving.broken, leaving.exited), assume_unique=True)
+                left = leaving.merge(left)
+            while events and lanes.size and not change.ready():  # the others' turn, until an event changes
+                yield change
+        return left.out_of_loop() if left is not None else None
 
     @staticmethod
     def _break(stmt: ast.Break | ast.Continue, frame: Frame) -> Leaving:
@@ -520,6 +621,20 @@ class Interpreter:
         if isinstance(stmt, ast.Break):
             return Leaving(frame.lanes, none)
         return Leaving(none, frame.lanes)
+
+    @staticmethod
+    def _yield(stmt: ast.Yield, frame: Frame) -> Leaving:
+        none = frame.lanes[:0]
+        return Leaving(none, none, frame.lanes)
+
+    def _barrier(self, stmt: ast.Barrier, frame: Frame) -> Run:
+        if stmt.level in ("block", "device") and frame.block.grid is not None:
+            yield from self._grid_barrier(stmt, frame)
+        elif stmt.level == "block":
+            yield from self._join(stmt, frame)
+        elif stmt.level == "group-4":
+            yield from self._warpgroup_barrier(stmt, frame)
+        return None  # a warp's threads run in lockstep on the sim: they are together already
 
     # ---- events and futures
 

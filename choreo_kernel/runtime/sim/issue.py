@@ -10,12 +10,14 @@ and are stored so that each thread sees its own instance's object.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
+from choreo_kernel.compiler.analysis.values import Transfer
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
@@ -31,7 +33,7 @@ from choreo_kernel.runtime.sim.operations import (
     placeholder,
     store_accumulators,
 )
-from choreo_kernel.runtime.sim.views import View
+from choreo_kernel.runtime.sim.views import View, compact_strides
 
 
 class Issuer:
@@ -41,7 +43,7 @@ class Issuer:
 
     def run(self, stmt: ast.OperationStmt, frame: Frame) -> None:
         operation = stmt.operation
-        words = [q for q in operation.qualifiers if q not in ("async", "swiz")]
+        words = operation.words
         family = operation.family
         block = frame.block
         unit = block.issuing_unit(self.info.context_of[id(stmt)], family)
@@ -81,18 +83,42 @@ class Issuer:
         source = self.evaluator.view(operation.args[0], at)
         target = operation.destination
         assert target is not None
+        transfer = self.info.transfers.get(id(operation), Transfer())
+        if transfer.permutation is not None:
+            source = source.permuted(transfer.permutation)
+        low = self._padding(transfer.low, at)
         if id(operation) in self.info.allocates:  # `=> shared`, `=> local`: a new buffer like the source
-            destination = _allocate(source, group)
+            high = self._padding(transfer.high, at) or [0] * len(low)
+            shape = tuple(dim + before + after for dim, before, after in zip(source.shape, low, high))
+            destination = _allocate(shape if low else source.shape, source.base.dtype, group)
         else:
             destination = self.evaluator.view(target, at)
         after = [future for item in operation.after for future in futures(self.evaluator.value(item, at))]
-        result = Operation(stmt, lambda: copy(source, destination), after, destination, group.groups, unit)
+        if low:
+            fill = plain(self.evaluator.value(transfer.fill, at)) if transfer.fill is not None else 0
+
+            def perform() -> None:
+                destination.write(fill)
+                copy(source, destination.corner(low, source.shape))
+
+        else:
+
+            def perform() -> None:
+                copy(source, destination)
+
+        result = Operation(stmt, perform, after, destination, group.groups, unit)
         if operation.is_async:
             destination.write(poison_of(destination.base.dtype))
             frame.block.scheduler.issue(result)
         else:
             result.complete()
         return result
+
+    def _padding(self, items: tuple[ast.Expr | int, ...] | None, at: Frame) -> list[int]:
+        """A dma.pad list (or the zeros of a copy into a larger tile), evaluated where the copy is issued."""
+        if items is None:
+            return []
+        return [item if isinstance(item, int) else self.evaluator.uniform_int(item, at) for item in items]
 
     def _fill(self, stmt: ast.OperationStmt, words: list[str], at: Frame, group: Instances) -> Any:
         args = stmt.operation.args
@@ -153,10 +179,9 @@ def _per_lane(objects: list[Any], group: Instances) -> Any:
     return table[group.of_lane]
 
 
-def _allocate(source: View, group: Instances) -> View:
-    """The buffer that `=> shared` / `=> local` makes: shaped like the source, one per instance."""
-    shape, dtype = source.shape, source.base.dtype
+def _allocate(shape: tuple[int, ...], dtype: np.dtype, group: Instances) -> View:
+    """The buffer that `=> shared` / `=> local` makes (shaped like the source, or padded), one per instance."""
     if len(group.lanes) == 1:
         return View.whole(np.full(shape, poison_of(dtype), dtype=dtype))
     base = np.full((int(group.groups.max()) + 1, *shape), poison_of(dtype), dtype=dtype)
-    return View(base, (group.groups,) + (0,) * len(shape), (None, *shape))
+    return View(base, group.groups * math.prod(shape), shape, compact_strides(shape))

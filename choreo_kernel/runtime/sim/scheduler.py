@@ -68,6 +68,7 @@ class Scheduler:
         self.main: Task | None = None
         self.tasks: list[Task] = []
         self.pending: list[Operation] = []
+        self.steps = 0  # how often a path has run: progress, for the blocks of a cooperative launch
 
     def spawn(self, task: Task) -> None:
         self.tasks.append(task)
@@ -77,22 +78,36 @@ class Scheduler:
 
     def run(self, main: Task) -> None:
         """Run `main` and every path it spawns to the end; raise `Deadlock` when all are stuck."""
+        self.start(main)
+        if not self.advance():
+            raise Deadlock(self.live())
+
+    def start(self, main: Task) -> None:
         self.main = main
         self.spawn(main)
+
+    def live(self) -> list[Task]:
+        return [task for task in self.tasks if not task.done]
+
+    def advance(self) -> bool:
+        """Run the paths until all have finished (True), or until every live one is blocked and no pending
+        operation is left to complete (False: a deadlock, unless another block can release one)."""
         while True:
-            live = [task for task in self.tasks if not task.done]
+            live = self.live()
             if not live:
                 break
             runnable = [task for task in live if task.blocker is None or task.blocker.ready()]
             if runnable:
                 self._step(runnable[self.rng.randrange(len(runnable))])
             elif not self._complete_one():
-                raise Deadlock(live)
+                return False
         while self._complete_one():  # what no path waited for still lands before the block ends
             pass
+        return True
 
     def _step(self, task: Task) -> None:
         assert task.run is not None
+        self.steps += 1
         task.blocker = None
         while True:
             try:

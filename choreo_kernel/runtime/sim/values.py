@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from choreo_kernel.runtime.sim.errors import SimError
-from choreo_kernel.runtime.sim.views import View, check_range
+from choreo_kernel.runtime.sim.views import View, check_range, compact_strides
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,27 @@ class IntTuple:
 
 
 @dataclass(frozen=True)
+class TupleOf:
+    """A bounded ituple as stored in a scope: the names its elements are stored under (`("x", "y")` for
+    `index = {x, y}`, made-up names for anonymous elements). Read by name each time, so the tuple always
+    holds its elements' current values (those of a `foreach` over one of them, inside it)."""
+
+    elements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BoundedTuple:
+    """A bounded ituple's value: one bounded integer per element; spliced into index lists."""
+
+    items: tuple[Any, ...]  # Bounded
+
+
+@dataclass(frozen=True)
 class Buffer:
     """A declared buffer or buffer array.
 
     `local` buffers belong to one thread each, so their base has a leading axis with one
-    row per thread of the block; a view of one indexes that axis with the active threads.
+    row per thread of the block; a view of one starts at the active threads' rows.
     """
 
     base: np.ndarray
@@ -38,16 +55,30 @@ class Buffer:
     def view(self, lanes: np.ndarray) -> View:
         if not self.per_thread:
             return View.whole(self.base)
-        return View(self.base, (lanes,) + (0,) * (self.base.ndim - 1), (None, *self.base.shape[1:]))
+        rest = tuple(self.base.shape[1:])
+        return View(self.base, lanes * math.prod(rest), rest, compact_strides(rest))
 
-    def slot(self, indices: list[Any], lanes: np.ndarray) -> View:
-        """`stage[slot]`: one buffer of the array, by physical slot."""
-        if len(indices) != self.slots:
+    def slot(self, indices: list[Any], lanes: np.ndarray) -> View | Slots:
+        """`stage[slot]`, `b[i][j]`: one buffer of the array, by physical slot; with fewer indices than the
+        array's dimensions, the sub-array they select."""
+        if len(indices) > self.slots:
             raise SimError(f"this buffer array has {self.slots} dimension(s), indexed with {len(indices)}")
+        if len(indices) < self.slots:
+            return Slots(self, tuple(indices))
         whole = self.view(lanes)
-        lead = int(self.per_thread)
         for position, index in enumerate(indices):
-            check_range(index, self.base.shape[lead + position], "the buffer slot")
-        starts = whole.starts[:lead] + tuple(indices) + whole.starts[lead + self.slots :]
-        sizes = whole.sizes[:lead] + (None,) * self.slots + whole.sizes[lead + self.slots :]
-        return View(self.base, starts, sizes)
+            check_range(index, whole.dims[position], "the buffer slot")
+        view = whole.at(indices)
+        assert isinstance(view, View)
+        return view
+
+
+@dataclass(frozen=True)
+class Slots:
+    """`b[i]` of a two-dimensional buffer array `b[2][3]`: waiting for its next index."""
+
+    buffer: Buffer
+    indices: tuple[Any, ...]
+
+    def slot(self, indices: list[Any], lanes: np.ndarray) -> View | Slots:
+        return self.buffer.slot([*self.indices, *indices], lanes)

@@ -1,11 +1,14 @@
-"""Views of spanned data (language.md 5) as boxes over a NumPy base array.
+"""Views of spanned data (language.md 5) as strided windows of a buffer's elements.
 
-A view keeps, for each axis of its base buffer, a start and an extent; an axis indexed
-away by `.at` keeps its start and drops its extent.  A start is an int while every active
-thread sees the same tile, and an int array (one entry per thread) once the tile depends
-on the thread: reads then gather, and writes scatter, every thread's tile in one NumPy
-call.  Indices are checked against the view they index, so reading past a tile is an
-error even where the base buffer would have room.
+A view is, as in the CUDA lowering (compiler/cuda/views.py), an element offset into its base
+buffer (C-ordered, addressed flat) and an extent and a stride per dimension: every view
+method only moves the offset and replaces extents and strides, so strided views
+(`x.view(a, b : sa, sb)`), `.sqz()`, transposes and reshapes are views too. An offset is an
+int while every active thread sees the same tile, and an int array (one entry per thread)
+once the tile depends on the thread: reads then gather, and writes scatter, every thread's
+tile in one NumPy call. Indices are checked against the view they index, so reading past a
+tile is an error even where the base buffer would have room; a view never reaches outside
+its base buffer.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
-from choreo_kernel.runtime.sim.arith import saturated
+from choreo_kernel.runtime.sim.arith import stored
 from choreo_kernel.runtime.sim.errors import SimError
 
-Start = Any  # int | np.ndarray of one start per thread
+Start = Any  # int | np.ndarray of one offset per thread
 
 
 @dataclass(frozen=True)
@@ -34,157 +38,188 @@ class Bounded:
 class Element:
     """One element of a buffer, per thread: what a full `.at(...)` selects, to load or store."""
 
-    base: np.ndarray
-    index: tuple[Start, ...]
+    flat: np.ndarray
+    index: Start
 
     def load(self) -> Any:
-        return self.base[self.index]
+        return self.flat[self.index]
 
     def store(self, value: Any) -> None:
-        if isinstance(value, np.ndarray) and not any(isinstance(i, np.ndarray) for i in self.index):
+        if isinstance(value, np.ndarray) and not isinstance(self.index, np.ndarray):
             value = value[-1]  # every thread writes the same element: the last one wins, as in a race
-        self.base[self.index] = saturated(value, self.base.dtype)
+        self.flat[self.index] = stored(value, self.flat.dtype)
 
 
 @dataclass(frozen=True)
 class View:
-    base: np.ndarray
-    starts: tuple[Start, ...]
-    sizes: tuple[int | None, ...]  # None: the axis was indexed away and stays at its start
+    base: np.ndarray  # C-contiguous
+    offset: Start
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
 
     @classmethod
     def whole(cls, base: np.ndarray) -> View:
-        return cls(base, (0,) * base.ndim, tuple(base.shape))
+        return cls(base, 0, tuple(base.shape), compact_strides(tuple(base.shape)))
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(size for size in self.sizes if size is not None)
+        return self.dims
 
     @property
     def varying(self) -> bool:
-        return any(isinstance(start, np.ndarray) for start in self.starts)
+        return isinstance(self.offset, np.ndarray)
 
-    def _kept(self) -> list[int]:
-        return [axis for axis, size in enumerate(self.sizes) if size is not None]
+    @property
+    def flat(self) -> np.ndarray:
+        return self.base.reshape(-1)
 
-    def _with(self, changes: dict[int, tuple[Start, int | None]]) -> View:
-        starts, sizes = list(self.starts), list(self.sizes)
-        for axis, (offset, size) in changes.items():
-            starts[axis] = starts[axis] + offset
-            sizes[axis] = size
-        return View(self.base, tuple(starts), tuple(sizes))
+    def _moved(self, indices: list[Any], steps: list[int]) -> Start:
+        offset = self.offset
+        for index, step in zip(indices, steps):
+            offset = offset + index * step
+        return offset
 
-    def _rank_check(self, count: int, method: str) -> list[int]:
-        kept = self._kept()
-        if count != len(kept):
-            raise SimError(f"'.{method}' takes {len(kept)} index(es) for data of shape {list(self.shape)}")
-        return kept
+    def _rank_check(self, count: int, method: str) -> None:
+        if count != len(self.dims):
+            raise SimError(
+                f"'.{method}' takes {len(self.dims)} index(es) for data of shape {list(self.dims)}"
+            )
 
     def chunkat(self, indices: list[Bounded | None]) -> View:
-        """Tile `indices` of the tiling that splits each axis by its index's bound (None: keep whole)."""
-        changes: dict[int, tuple[Start, int | None]] = {}
-        for axis, index in zip(self._rank_check(len(indices), "chunkat"), indices):
+        """Tile `indices` of the tiling that splits each dimension by its index's bound (None: keep whole)."""
+        self._rank_check(len(indices), "chunkat")
+        dims, moves, steps = list(self.dims), [], []
+        for axis, index in enumerate(indices):
             if index is None:
                 continue
             check_range(index.value, index.bound, "the chunkat index")
-            extent = self.sizes[axis]
-            assert extent is not None
-            size = extent // index.bound
-            changes[axis] = (index.value * size, size)
-        return self._with(changes)
+            dims[axis] = self.dims[axis] // index.bound
+            moves.append(index.value)
+            steps.append(dims[axis] * self.strides[axis])
+        return View(self.base, self._moved(moves, steps), tuple(dims), self.strides)
 
     def tile(self, extents: list[int], steps: list[int], indices: list[Any]) -> View:
         """`subspan(extents).step(steps).at(indices)`: the tile starting at `index * step`."""
-        changes: dict[int, tuple[Start, int | None]] = {}
-        for axis, extent, step, index in zip(self._rank_check(len(indices), "at"), extents, steps, indices):
-            size = self.sizes[axis]
-            assert size is not None
+        self._rank_check(len(indices), "at")
+        for size, extent, step, index in zip(self.dims, extents, steps, indices):
             check_range(index, (size - extent) // step + 1, "the tile index")
-            changes[axis] = (index * step, extent)
-        return self._with(changes)
+        moves = [step * stride for step, stride in zip(steps, self.strides)]
+        return View(self.base, self._moved(indices, moves), tuple(extents), self.strides)
 
-    def window(self, extents: list[int], offsets: list[Any]) -> View:
-        """`view(extents).from(offsets)`."""
-        changes: dict[int, tuple[Start, int | None]] = {}
-        for axis, extent, offset in zip(self._rank_check(len(offsets), "from"), extents, offsets):
-            size = self.sizes[axis]
-            assert size is not None
-            check_range(offset, size - extent + 1, "the window offset")
-            changes[axis] = (offset, extent)
-        return self._with(changes)
+    def window(self, extents: list[int], offsets: list[Any], strides: list[int] | None = None) -> View:
+        """`view(extents).from(offsets)`; with `strides` (`view(a, b : sa, sb)`), the window of any rank
+        whose element (i, j) is `(o0 + i) * sa + (o1 + j) * sb` elements after this view's first one."""
+        if len(offsets) != len(extents):
+            raise SimError(f"'.from' takes {len(extents)} offset(s), got {len(offsets)}")
+        if strides is None:
+            self._rank_check(len(offsets), "from")
+            for size, extent, offset in zip(self.dims, extents, offsets):
+                check_range(offset, size - extent + 1, "the window offset")
+            strides = list(self.strides)
+        view = View(self.base, self._moved(offsets, strides), tuple(extents), tuple(strides))
+        view.check_reach()
+        return view
 
     def at(self, indices: list[Any]) -> View | Element:
-        """Index the leading axes; with as many indices as the rank, one element."""
-        kept = self._kept()
-        if len(indices) > len(kept):
-            raise SimError(f"'.at' takes at most {len(kept)} index(es) for data of shape {list(self.shape)}")
-        changes: dict[int, tuple[Start, int | None]] = {}
-        for position, (axis, index) in enumerate(zip(kept, indices)):
-            size = self.sizes[axis]
-            assert size is not None
+        """Index the leading dimensions; with as many indices as the rank, one element."""
+        if len(indices) > len(self.dims):
+            raise SimError(
+                f"'.at' takes at most {len(self.dims)} index(es) for data of shape {list(self.dims)}"
+            )
+        for position, (size, index) in enumerate(zip(self.dims, indices)):
             check_range(index, size, f"the index of dimension {position}")
-            changes[axis] = (index, None)
-        view = self._with(changes)
-        return Element(view.base, view.starts) if len(indices) == len(kept) else view
+        offset = self._moved(indices, list(self.strides))
+        count = len(indices)
+        if count == len(self.dims):
+            return Element(self.flat, offset)
+        return View(self.base, offset, self.dims[count:], self.strides[count:])
 
     def reshape(self, dims: tuple[int, ...]) -> View:
-        """`span_as(dims)`: the same elements in another shape, still writable in place."""
-        if math.prod(dims) != math.prod(self.shape):
+        """`span_as(dims)`: the elements stored one after another from the first one, in another shape
+        (the data's own elements where they are contiguous), still writable in place."""
+        if math.prod(dims) != math.prod(self.dims):
             raise SimError(
-                f"span_as({list(dims)}) does not hold the {math.prod(self.shape)} elements of the data"
+                f"span_as({list(dims)}) does not hold the {math.prod(self.dims)} elements of the data"
             )
-        kept = self._kept()
-        first = kept[0] if kept else self.base.ndim
-        whole_suffix = kept == list(range(first, self.base.ndim)) and all(
-            _is_zero(self.starts[axis]) and self.sizes[axis] == self.base.shape[axis] for axis in kept
-        )
-        if whole_suffix:
-            base = _reshaped(self.base, self.base.shape[:first] + dims)
-            return View(base, self.starts[:first] + (0,) * len(dims), self.sizes[:first] + dims)
-        if not self.varying:
-            return View.whole(_reshaped(self.read(), dims))
-        raise SimError("span_as of a tile that differs between threads is not supported by the sim")
+        view = View(self.base, self.offset, dims, compact_strides(dims))
+        view.check_reach()
+        return view
 
-    def _index(self) -> tuple[Any, ...]:
-        if not self.varying:
-            return tuple(
-                start if size is None else slice(start, start + size)
-                for start, size in zip(self.starts, self.sizes)
+    def squeezed(self) -> View:
+        """`.sqz()`: without the dimensions of extent 1."""
+        kept = [k for k, dim in enumerate(self.dims) if dim != 1] or [len(self.dims) - 1]
+        return View(
+            self.base, self.offset, tuple(self.dims[k] for k in kept), tuple(self.strides[k] for k in kept)
+        )
+
+    def permuted(self, permutation: tuple[int, ...]) -> View:
+        """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp)."""
+        return View(
+            self.base,
+            self.offset,
+            tuple(self.dims[p] for p in permutation),
+            tuple(self.strides[p] for p in permutation),
+        )
+
+    def corner(self, low: list[int], dims: tuple[int, ...]) -> View:
+        """The sub-view of extents `dims` starting at `low` (where dma.pad places its source)."""
+        for size, start, extent in zip(self.dims, low, dims):
+            if not 0 <= start <= size - extent:
+                raise SimError(f"a padded copy of shape {list(dims)} does not fit {list(self.dims)} at {low}")
+        return View(self.base, self._moved(low, list(self.strides)), dims, self.strides)
+
+    def check_reach(self) -> None:
+        """The view's elements lie inside its base buffer (a strided view or a reshape could leave it)."""
+        low = high = self.offset
+        for dim, stride in zip(self.dims, self.strides):
+            if dim > 0:
+                low, high = low + min(0, (dim - 1) * stride), high + max(0, (dim - 1) * stride)
+        low, high = int(np.min(low)), int(np.max(high))
+        if math.prod(self.dims) and not (0 <= low and high < self.base.size):
+            raise SimError(
+                f"this view reaches element {high if high >= self.base.size else low} of a buffer of "
+                f"{self.base.size} elements"
             )
-        rank = len(self._kept())
-        index: list[Any] = []
-        position = 0
-        for start, size in zip(self.starts, self.sizes):
-            column = np.reshape(start, (-1,) + (1,) * rank)
-            if size is None:
-                index.append(column)
-                continue
-            extent = [1] * (rank + 1)
-            extent[position + 1] = size
-            index.append(column + np.arange(size).reshape(extent))
-            position += 1
-        return tuple(index)
+
+    def _grid(self) -> np.ndarray:
+        """The flat index of every element: of `dims`, or `(threads, *dims)` when it differs between threads."""
+        index = np.zeros(self.dims, dtype=np.int64)
+        for axis, (dim, stride) in enumerate(zip(self.dims, self.strides)):
+            shape = [1] * len(self.dims)
+            shape[axis] = dim
+            index = index + np.arange(dim, dtype=np.int64).reshape(shape) * stride
+        if not self.varying:
+            return index + self.offset
+        return np.reshape(self.offset, (-1,) + (1,) * len(self.dims)) + index
+
+    def _strided(self) -> np.ndarray:
+        """The tile as a NumPy view of the base (one offset for every thread)."""
+        itemsize = self.base.itemsize
+        flat = self.flat[self.offset :]
+        return as_strided(flat, self.dims, tuple(stride * itemsize for stride in self.strides))
 
     def read(self) -> np.ndarray:
         """The tile: of `shape`, or `(threads, *shape)` when it differs between threads."""
-        return self.base[self._index()]
+        if self.varying:
+            return self.flat[self._grid()]
+        if not math.prod(self.dims):
+            return np.empty(self.dims, dtype=self.base.dtype)
+        return self._strided()
 
     def write(self, values: Any) -> None:
-        self.base[self._index()] = saturated(values, self.base.dtype)
+        values = stored(values, self.base.dtype)
+        if self.varying or not math.prod(self.dims):
+            self.flat[self._grid()] = values
+        else:
+            self._strided()[...] = values
 
     def regroup(self, old: np.ndarray, new: np.ndarray, count: int) -> View:
         """The same per-thread tiles, keyed by groups `new` instead of `old` (ids below `count`)."""
         if not self.varying:
             return self
-
-        def move(start: Start) -> Start:
-            if not isinstance(start, np.ndarray):
-                return start
-            table = np.zeros(count, dtype=start.dtype)
-            table[old] = start
-            return table[new]
-
-        return View(self.base, tuple(move(start) for start in self.starts), self.sizes)
+        table = np.zeros(count, dtype=self.offset.dtype)
+        table[old] = self.offset
+        return View(self.base, table[new], self.dims, self.strides)
 
 
 @dataclass(frozen=True)
@@ -194,14 +229,30 @@ class Tiling:
     view: View
     extents: list[int]
     steps: list[int]
+    tail: list[int] | None = None  # `.modspan(...)`: the tile index where the whole tiles end
+
+    def first(self) -> View:
+        """The tile without `.at`: the first, or for a modspan what the whole tiles leave."""
+        return self.view.tile(self.extents, self.steps, self.tail or [0] * len(self.extents))
 
 
 @dataclass(frozen=True)
 class Window:
-    """`x.view(a, b)`, waiting for its `.from(o0, o1)`."""
+    """`x.view(a, b)` or `x.view(a, b : sa, sb)`, waiting for its `.from(o0, o1)`."""
 
     view: View
     extents: list[int]
+    strides: list[int] | None = None
+
+
+def compact_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of a buffer with these extents."""
+    strides = []
+    stride = 1
+    for dim in reversed(dims):
+        strides.append(stride)
+        stride *= dim
+    return tuple(reversed(strides))
 
 
 def check_range(value: Any, limit: int, what: str) -> None:
@@ -218,16 +269,3 @@ def check_range(value: Any, limit: int, what: str) -> None:
         if 0 <= bad < limit:
             return
     raise SimError(f"{what} is {bad}, outside 0..{limit - 1}")
-
-
-def _is_zero(start: Start) -> bool:
-    return not isinstance(start, np.ndarray) and start == 0
-
-
-def _reshaped(array: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
-    result = array.reshape(dims)
-    if not np.may_share_memory(result, array):
-        raise SimError(
-            "span_as of a non-contiguous view would copy the data; take span_as of the whole buffer"
-        )
-    return result

@@ -13,6 +13,7 @@ from choreo_kernel.compiler.analysis.values import (
     INT_TYPES,
     Accumulator,
     Bounded,
+    BoundedTuple,
     BufferArray,
     Data,
     Dim,
@@ -28,7 +29,7 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Note, Span
 from choreo_kernel.compiler.printer import expression, expressions
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 SWIZZLES = (32, 64, 128)
 
@@ -37,9 +38,10 @@ class ResolverBase:
     """Reporting, scopes and the helpers that every part of the resolver uses.
 
     The resolver is one pass split by job: statements (statements.py), copies (copies.py), matrix
-    operations (mma.py), expressions (expressions.py) and views of data (views.py), composed in
-    resolve/__init__.py. Statements and expressions dispatch on their node's class by name
-    (`_stmt_Parallel`, `_expr_Binary`), so a kind with no case fails tests/test_passes.py.
+    operations (mma.py), expressions (expressions.py; device calls and atomics in device.py) and views
+    of data (views.py), composed in resolve/__init__.py. Statements and expressions dispatch on their
+    node's class by name (`_stmt_Parallel`, `_expr_Binary`), so a kind with no case fails
+    tests/test_passes.py.
     """
 
     info: FunctionInfo
@@ -48,6 +50,7 @@ class ResolverBase:
     return_type: ast.TypeRef
     saw_return: bool
     kernel: ast.Parallel  # the outermost parallel being resolved
+    kernel_levels: dict[int, Level | None]  # id(clause) -> its level, for the kernel being resolved
     badly_nested: set[int]  # id(kernel) of kernels whose levels do not nest
 
     def __init__(
@@ -89,6 +92,13 @@ class ResolverBase:
         symbol = self.scope.lookup(name.id)
         if symbol is None:
             if name.id in BUILTINS:
+                return None
+            if name.id in ("launch_bounds", "maxnreg"):
+                self.error(
+                    f"syntax error: '{name.id}' is an attribute of a kernel, not a function: write "
+                    f"[[{name.id}(...)]] on the line before the kernel's block-level parallel",
+                    name.span,
+                )
                 return None
             if name.id in self.function_names:
                 self.error(
@@ -153,6 +163,10 @@ class ResolverBase:
                 dims.extend(value.dims)
             elif isinstance(value, ITuple):
                 dims.extend(value.items)
+            elif isinstance(
+                value, BoundedTuple
+            ):  # its elements' values, as a bounded integer stands for its value
+                dims.extend(f"{expression(item)}({position})" for position in range(len(value.bounds)))
             else:
                 dims.append(self._dim_of(item, value))
         return tuple(dims)
@@ -216,18 +230,6 @@ class ResolverBase:
         if isinstance(const, int) and isinstance(extent, int) and not 0 <= const < extent:
             self.error(f"index {const} is out of range for {what} (extent {extent})", index.span)
 
-    def _rank_check(self, data: Data, args: Sequence[ast.Expr], expr: ast.Expr, method: str) -> bool:
-        if len(args) != len(data.dims):
-            self.error(
-                f"'.{method}' takes {len(data.dims)} index(es) for {len(data.dims)}-dimensional data "
-                f"{data.describe()}, got {len(args)}",
-                expr.span,
-            )
-            for arg in args:
-                self._expr(arg)
-            return False
-        return True
-
     def _future_data(self, expr: ast.Expr) -> Data | None:
         symbol = self._symbol_of_name(expr)
         if symbol is None or symbol.future is None:
@@ -258,6 +260,11 @@ class ResolverBase:
 
     def _dim_of(self, expr: ast.Expr, value: Value) -> Dim:
         """The compile-time integer (or symbolic text) an expression stands for, as a dimension."""
+        if isinstance(value, Scalar) and value.type == "bool":
+            self.error(
+                "a dimension must be an integer, got bool: unexpected data type 'bool' in a shape", expr.span
+            )
+            return "?"
         if isinstance(value, Scalar) and value.const is not None:
             return value.const
         if isinstance(value, Bounded):

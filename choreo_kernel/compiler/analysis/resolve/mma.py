@@ -13,6 +13,7 @@ from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
+    SUB_BYTE_BITS,
     Accumulator,
     BufferArray,
     Data,
@@ -243,6 +244,14 @@ class MmaRules(ResolverBase):
         accumulator: object,
         context: Context,
     ) -> None:
+        if elem in SUB_BYTE_BITS:
+            self.hopper_rule(
+                f"Hopper has no MMA instruction for {elem} operands (WGMMA takes f16, bf16, tf32, f8 and 8-bit "
+                "integers; fp6, fp4 and the narrower integers need sm_100's tcgen05): convert the tiles to f16, "
+                "bf16 or f8 first",
+                operation.span,
+            )
+            return
         if elem not in WGMMA_TYPES:
             self.hopper_rule(
                 f"WGMMA on target cuda (sm_90a) takes f16, bf16, tf32, f8 or 8-bit integer operands, not {elem}",

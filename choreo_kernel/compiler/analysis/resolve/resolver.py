@@ -9,6 +9,7 @@ The futures/events rules, which need the whole function, are asyncflow.py's."""
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.device_checks import check_device_code
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.launch_checks import check_launches
 from choreo_kernel.compiler.analysis.resolve.base import type_ref_text
@@ -25,6 +26,7 @@ from choreo_kernel.compiler.analysis.values import (
     Future,
     FutureInfo,
     Scalar,
+    Stream,
     Symbol,
     Value,
 )
@@ -48,6 +50,7 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
         self.badly_nested: set[int] = set()  # id(kernel) of kernels whose levels do not nest
         self._statements(function.body.body, Context())
         self._launches()
+        check_device_code(self.info, self.sink, self.target)
         if function.return_type.name not in ("void", "auto") and not self.saw_return:
             self.error(
                 f"function '{function.name}' returns {type_ref_text(function.return_type)} "
@@ -70,14 +73,19 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
 
     def _param(self, param: ast.Param) -> None:
         ref = param.type
-        if ref.shape is None:
-            value: Value = Scalar(ref.name)
+        self._check_reference(param)
+        self._check_unbounded(param)
+        if param.is_stream:
+            value: Value = Stream()
+        elif ref.shape is None:
+            value = Scalar(ref.name)
         else:
             dims = []
             for dim in ref.shape:
                 if isinstance(dim, ast.Name) and self.scope.lookup(dim.id) is None:
                     self._declare(Symbol(dim.id, Scalar("s32", dim.id), dim.span, origin="dim"), dim.span)
                 dims.append(self._dim(dim) if not isinstance(dim, ast.AnyDim) else "?")
+                self._check_extents((dims[-1],), dim, "an extent", len(dims) - 1)
             value = Data(ref.name, tuple(dims), Storage.GLOBAL, param.name)
         self._declare(
             Symbol(param.name, value, param.name_span, origin="param", declaration=param), param.name_span

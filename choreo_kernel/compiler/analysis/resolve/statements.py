@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis import levels
-from choreo_kernel.compiler.analysis.builtins import FUTURE_BUILTINS
-from choreo_kernel.compiler.analysis.resolve.base import ResolverBase, type_ref_text
+from choreo_kernel.compiler.analysis.builtins import FUTURE_BUILTINS, is_device_effect
+from choreo_kernel.compiler.analysis.resolve.base import type_ref_text
+from choreo_kernel.compiler.analysis.resolve.control import ControlRules
+from choreo_kernel.compiler.analysis.resolve.parameters import ParameterRules
+from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
 from choreo_kernel.compiler.analysis.scope import Context, LevelScope
 from choreo_kernel.compiler.analysis.values import (
     FLOAT_TYPES,
     INT_TYPES,
     UNKNOWN,
     Bounded,
+    BoundedTuple,
     BufferArray,
     Data,
     Dim,
@@ -30,10 +34,11 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import Note
 from choreo_kernel.compiler.printer import expression
+from choreo_kernel.compiler.semantics.evaluate import constant
 from choreo_kernel.compiler.semantics.levels import Storage
 
 
-class StatementRules(ResolverBase):
+class StatementRules(ControlRules, TupleRules, ParameterRules):
     """Statements: declarations, storage, parallel levels, loops, control flow, waits and triggers."""
 
     def _stmt_Block(self, stmt: ast.Block, context: Context) -> None:
@@ -43,16 +48,7 @@ class StatementRules(ResolverBase):
         pass
 
     def _stmt_Unsupported(self, stmt: ast.Unsupported, context: Context) -> None:
-        if stmt.what == "call":
-            self.error(
-                "'call' of device functions is not supported: choreo-kernel compiles whole "
-                "__co__ functions; write the computation in Choreo",
-                stmt.span,
-            )
-        elif stmt.what == "print":
-            self.sink.warning("print statements are ignored by this compiler", stmt.span)
-        else:
-            self.sink.warning(f"this {stmt.what} is ignored by this compiler", stmt.span)
+        self.sink.warning(f"this {stmt.what} is ignored by this compiler", stmt.span)
         if stmt.inner is not None:
             self._statement(stmt.inner, context)
 
@@ -117,30 +113,55 @@ class StatementRules(ResolverBase):
     def _stmt_ShapeDecl(self, stmt: ast.ShapeDecl, context: Context) -> None:
         value = self._expr(stmt.value)
         if isinstance(value, ITuple):
-            value = Shape(value.items)
-        if not isinstance(value, (Shape, Unknown)):
+            self.error(
+                f"'{stmt.name}' is declared as an mdspan (with ':') but initialized as an ituple "
+                f"{value.describe().removeprefix('ituple ')}: give it a shape ([...]), or declare an ituple with '='",
+                stmt.value.span,
+            )
+            value = UNKNOWN
+        elif not isinstance(value, (Shape, Unknown)):
             self.error(
                 f"'{stmt.name} : ...' needs a shape such as [128, 64], got {value.describe()}",
                 stmt.value.span,
             )
             value = UNKNOWN
+        if isinstance(value, Shape):
+            self._check_extents(value.dims, stmt.value, "an extent")
         if isinstance(value, Shape) and stmt.rank is not None and stmt.rank != len(value.dims):
             self.error(
-                f"mdspan<{stmt.rank}> '{stmt.name}' is given a shape of rank {len(value.dims)}",
+                f"'{stmt.name}' is declared as mdspan<{stmt.rank}> but initialized with a shape of rank "
+                f"{len(value.dims)}",
                 stmt.value.span,
             )
+        self._check_immutable_parts(stmt.name, stmt.value)
         self._declare(
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="shape"), stmt.name_span
         )
 
     def _stmt_TupleDecl(self, stmt: ast.TupleDecl, context: Context) -> None:
         value = self._expr(stmt.value)
-        if isinstance(value, Shape):
+        if isinstance(stmt.value, ast.ListLiteral):
+            self.error(
+                f"must use '{{' and '}}' to initialize an ituple: '{stmt.name}' is given a shape "
+                f"{expression(stmt.value)} (write {{{expression(stmt.value)[1:-1]}}})",
+                stmt.value.span,
+            )
+        elif isinstance(value, Shape):
             value = ITuple(value.dims)
+        elif not isinstance(value, ITuple | Unknown):
+            self.error(
+                f"'{stmt.name}' is declared as an ituple but initialized as {value.describe()}; an ituple is "
+                "a list of integers in braces, {1, 2}",
+                stmt.value.span,
+            )
+            value = UNKNOWN
         if isinstance(value, ITuple) and stmt.size is not None and stmt.size != len(value.items):
             self.error(
-                f"ituple<{stmt.size}> '{stmt.name}' is given {len(value.items)} items", stmt.value.span
+                f"'{stmt.name}' is declared as ituple<{stmt.size}> but initialized with {len(value.items)} "
+                f"items, an ituple<{len(value.items)}>",
+                stmt.value.span,
             )
+        self._check_immutable_parts(stmt.name, stmt.value)
         self._declare(
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="tuple"), stmt.name_span
         )
@@ -148,8 +169,11 @@ class StatementRules(ResolverBase):
     def _stmt_Parallel(self, stmt: ast.Parallel, context: Context) -> None:
         if not context.in_parallel:
             self.kernel = stmt
-        filled, nests = levels.fill_levels(stmt, context, self.sink)
+            self.kernel_levels = levels.infer_levels(stmt, self.sink)
+        self._check_stream_binding(stmt, context)
+        filled, nests = levels.fill_levels(stmt, context, self.kernel_levels, self.sink)
         self.info.levels_of[id(stmt)] = filled
+        self._kernel_attributes(stmt, context, filled)
         if not nests:
             self.badly_nested.add(id(self.kernel))
         entered = list(context.levels)
@@ -165,6 +189,10 @@ class StatementRules(ResolverBase):
                 )
             for variable, count in zip(variables, counts):
                 names.append((variable, Bounded(count), stmt))
+            group = clause.variables.group if clause.variables else None
+            if group is not None:  # `q = {q0, q1} by [2, 2]`: q is the bounded ituple of both
+                elements = tuple(variable.id for variable in variables)
+                names.append((group, BoundedTuple(counts[: len(variables)], elements), stmt))
         if stmt.is_async and context.in_parallel:
             self.error(
                 "'parallel.async' is only allowed on the outermost parallel; an inner level cannot be "
@@ -203,30 +231,26 @@ class StatementRules(ResolverBase):
         return tuple(counts)
 
     def _stmt_Foreach(self, stmt: ast.Foreach, context: Context) -> None:
-        extent = self._expr(stmt.extent)
-        if isinstance(stmt.extent, ast.ListLiteral):
-            bounds = self._shape_dims(stmt.extent.items)
-        elif isinstance(extent, (Shape, ITuple)):
-            bounds = extent.dims if isinstance(extent, Shape) else extent.items
-        else:
-            bounds = (self._dim_of(stmt.extent, extent),)
-        variables = stmt.variables.names
-        if len(variables) != len(bounds):
-            self.error(f"{len(variables)} loop variable(s) but {len(bounds)} extent(s)", stmt.variables.span)
+        bounds = self._extent_bounds(stmt.extent)
+        symbols = self._bound_variables(stmt.variables, bounds, stmt, "foreach")
+        self._loop_hint(stmt, bounds[0] if bounds else None)
         inner = context.enter(loops=(*context.loops, stmt))
 
         def declare() -> None:
-            for variable, bound in zip(variables, bounds):
-                self._declare(
-                    Symbol(variable.id, Bounded(bound), variable.span, declaration=stmt, origin="foreach"),
-                    variable.span,
-                )
+            for symbol in symbols:
+                self._declare(symbol, symbol.span)
 
         self._body(stmt.body, inner, declare)
 
     def _stmt_ForeachRange(self, stmt: ast.ForeachRange, context: Context) -> None:
-        rebound: list[tuple[ast.Name, Symbol]] = []
+        rebound: list[Symbol] = []
         for item in stmt.items:
+            if item.name.id == "_":
+                self.error(
+                    "_ is not allowed as an iteration variable: it keeps a whole dimension in chunkat",
+                    item.name.span,
+                )
+                continue
             symbol = self._lookup(item.name)
             if symbol is not None and symbol.origin != "with":
                 self.error(
@@ -234,44 +258,43 @@ class StatementRules(ResolverBase):
                     f"{symbol.value.describe()}",
                     item.name.span,
                 )
+            if symbol is not None and isinstance(symbol.value, BoundedTuple) and item.sliced:
+                self.error(
+                    f"'{item.name.id}' is a bounded ituple; a range ({item.name.id}(start:stop:step)) applies to "
+                    "one bounded integer: slice its elements instead",
+                    item.span,
+                )
             for part in (item.start, item.stop, item.step):
                 if part is not None:
                     self._int_expr(part, "a range bound")
             if isinstance(item.step, ast.IntLiteral) and item.step.value == 0:
                 self.error("the step of a range cannot be 0", item.step.span)
             if symbol is not None:
-                rebound.append((item.name, symbol))
+                rebound.extend(self._rebound_elements(symbol, item.name, stmt))
+        self._loop_hint(stmt, _range_extent(stmt.items[0], rebound[0] if rebound else None))
         inner = context.enter(loops=(*context.loops, stmt))
 
         def declare() -> None:
-            for name, symbol in rebound:
-                self.scope.symbols[name.id] = Symbol(
-                    name.id, symbol.value, name.span, declaration=stmt, origin="foreach"
-                )
+            for symbol in rebound:
+                self.scope.symbols[symbol.name] = symbol
 
         self._body(stmt.body, inner, declare)
 
     def _stmt_With(self, stmt: ast.With, context: Context) -> None:
         declared: list[Symbol] = []
         for binding in stmt.bindings:
-            extent = self._expr(binding.extent)
-            if isinstance(binding.extent, ast.ListLiteral):
-                bounds = self._shape_dims(binding.extent.items)
-            elif isinstance(extent, Shape):
-                bounds = extent.dims
-            else:
-                bounds = (self._dim_of(binding.extent, extent),)
-            names = binding.variables.names
-            if len(names) != len(bounds):
-                self.error(f"{len(names)} variable(s) but {len(bounds)} extent(s)", binding.variables.span)
-            for name, bound in zip(names, bounds):
-                declared.append(Symbol(name.id, Bounded(bound), name.span, declaration=stmt, origin="with"))
-            if binding.variables.group is not None:
-                group = binding.variables.group
-                declared.append(
-                    Symbol(group.id, ITuple(tuple(bounds)), group.span, declaration=stmt, origin="with")
-                )
+            bounds = self._extent_bounds(binding.extent)
+            declared.extend(self._bound_variables(binding.variables, bounds, stmt, "with"))
         if stmt.where is not None:
+            bound = {symbol.name for symbol in declared}
+            for pair in stmt.where:
+                for name in pair:
+                    if name.id not in bound:
+                        self.error(
+                            f"'{name.id}' is not defined inside the with statement: 'where' relates the "
+                            "variables this with declares",
+                            name.span,
+                        )
             self.sink.warning("the 'where' clause is ignored by this compiler", stmt.span)
 
         def declare() -> None:
@@ -287,7 +310,8 @@ class StatementRules(ResolverBase):
             self._body(stmt.otherwise, context)
 
     def _stmt_While(self, stmt: ast.While, context: Context) -> None:
-        self._condition(stmt.condition)
+        if not self._event_condition(stmt.condition):
+            self._condition(stmt.condition)
         self._body(stmt.body, context.enter(loops=(*context.loops, stmt)))
 
     def _stmt_InThreads(self, stmt: ast.InThreads, context: Context) -> None:
@@ -334,7 +358,7 @@ class StatementRules(ResolverBase):
                         stmt.value.span,
                     )
                 declared = tuple(
-                    self._dim(d) for d in self.return_type.shape if not isinstance(d, ast.AnyDim)
+                    "?" if isinstance(d, ast.AnyDim) else self._dim(d) for d in self.return_type.shape
                 )
                 if known_mismatch(declared, value.dims):
                     self.error(
@@ -372,6 +396,8 @@ class StatementRules(ResolverBase):
                     return
                 if isinstance(value, Scalar) and value.type in INT_TYPES:
                     value = Scalar(value.type, value.const)
+                if isinstance(value, ITuple | Shape):
+                    self._check_immutable_parts(target.id, stmt.value)
                 self._declare(
                     Symbol(target.id, value, target.span, declaration=stmt, origin="local"),
                     target.span,
@@ -385,6 +411,8 @@ class StatementRules(ResolverBase):
                     target.span,
                     Note(f"'{target.id}' is declared here", symbol.span),
                 )
+            else:
+                self._check_host_scalar_change(symbol, target, context)
             return
         target_value = self._expr(target)
         if isinstance(target_value, Scalar):
@@ -402,6 +430,9 @@ class StatementRules(ResolverBase):
         expr = stmt.expr
         if isinstance(expr, ast.IncDec):
             self._incdec(expr)
+            symbol = self._symbol_of_name(expr.operand)
+            if symbol is not None and symbol.mutable and isinstance(expr.operand, ast.Name):
+                self._check_host_scalar_change(symbol, expr.operand, context)
             return
         if (
             isinstance(expr, ast.Call)
@@ -413,12 +444,14 @@ class StatementRules(ResolverBase):
                 if not isinstance(value, (Future, Unknown)):
                     self.error(f"'{expr.callee.id}' rotates futures; this is {value.describe()}", arg.span)
             if expr.callee.id == "swap" and len(expr.args) != 2:
-                self.error("'swap' takes two futures", expr.span)
+                self.error("'swap' takes exactly two futures", expr.span)
             if expr.callee.id == "rotate" and len(expr.args) < 2:
                 self.error("'rotate' takes two or more futures", expr.span)
+            self._check_rotation_scopes(expr)
             return
         self._expr(expr)
-        self.sink.warning("this expression statement has no effect", stmt.span)
+        if not is_device_effect(expr):
+            self.sink.warning("this expression statement has no effect", stmt.span)
 
     def _stmt_Wait(self, stmt: ast.Wait, context: Context) -> None:
         for target in stmt.targets:
@@ -443,3 +476,16 @@ class StatementRules(ResolverBase):
                     f"'trigger ... after' binds futures; '{expression(item)}' is {value.describe()}",
                     item.span,
                 )
+
+
+def _range_extent(item: ast.RangeItem, symbol: Symbol | None) -> Dim | None:
+    """How many iterations `foreach j(start:stop:step)` makes, where its bound and slice are constants."""
+    bound = symbol.value.bound if symbol is not None and isinstance(symbol.value, Bounded) else None
+    parts = [constant(part) if part is not None else None for part in (item.start, item.stop, item.step)]
+    if not isinstance(bound, int) or any(
+        p is None and e is not None for p, e in zip(parts, (item.start, item.stop, item.step))
+    ):
+        return None
+    if parts[2] == 0:
+        return None
+    return len(range(bound)[slice(*parts)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.resolve.tuples import IndexItem, TupleRules
 from choreo_kernel.compiler.analysis.values import (
     UNKNOWN,
     Bounded,
@@ -16,6 +16,7 @@ from choreo_kernel.compiler.analysis.values import (
     EventSlot,
     Fragment,
     Future,
+    ITuple,
     Scalar,
     Shape,
     Tiling,
@@ -30,21 +31,13 @@ from choreo_kernel.compiler.analysis.values import (
 from choreo_kernel.compiler.printer import expression
 
 
-class ViewRules(ResolverBase):
+class ViewRules(TupleRules):
     """Views of spanned data and the members of futures and events: chunkat, subspan, at, view, span_as, .data, .span."""
 
     def _expr_Index(self, expr: ast.Index) -> Value:
         base = self._expr(expr.value)
         if isinstance(base, BufferArray):
-            if len(expr.indices) != len(base.counts):
-                self.error(
-                    f"buffer array '{expression(expr.value)}' has {len(base.counts)} dimension(s), indexed with "
-                    f"{len(expr.indices)}",
-                    expr.span,
-                )
-            for index, count in zip(expr.indices, base.counts):
-                self._check_index(index, count, f"the slots of '{expression(expr.value)}'")
-            return base.element
+            return self._slots(base, expr)
         if isinstance(base, Event):
             for index, count in zip(expr.indices, base.dims):
                 self._check_index(index, count, f"the slots of event '{expression(expr.value)}'")
@@ -58,12 +51,36 @@ class ViewRules(ResolverBase):
             return slot
         if isinstance(base, Shape):
             return self._derive_shape(base, expr)
+        if isinstance(base, ITuple):  # `t[(1), (0)]`, `t {(1), (0)}`: a permutation, as for shapes
+            return ITuple(tuple(self._derive_dim(Shape(base.items), item) for item in expr.indices))
+        if expr.braced:
+            if not isinstance(base, Unknown):
+                self.error(
+                    f"'{expression(expr.value)} {{...}}' derives an ituple from an ituple; "
+                    f"'{expression(expr.value)}' is {base.describe()}",
+                    expr.span,
+                )
+            return UNKNOWN
         if isinstance(base, Data):
             # x[i][j]: element access, written the C way.
             return self._at(base, expr.indices, expr, expression(expr.value))
         if not isinstance(base, Unknown):
             self.error(f"{base.describe()} cannot be indexed with [...]", expr.span)
         return UNKNOWN
+
+    def _slots(self, base: BufferArray, expr: ast.Index) -> Value:
+        """`stage[i]`, `b[i][j]` or `b[i, j]`: one buffer of the array, or with fewer indices than its
+        dimensions the sub-array they select."""
+        name = expression(_array_root(expr.value))
+        if len(expr.indices) > len(base.counts):
+            self.error(
+                f"buffer array '{name}' has {len(base.counts)} dimension(s), indexed with {len(expr.indices)}",
+                expr.span,
+            )
+        for index, count in zip(expr.indices, base.counts):
+            self._check_index(index, count, f"the slots of '{name}'")
+        rest = base.counts[len(expr.indices) :]
+        return BufferArray(base.element, rest) if rest else base.element
 
     def _derive_shape(self, base: Shape, expr: ast.Index) -> Value:
         dims: list[Dim] = []
@@ -98,6 +115,19 @@ class ViewRules(ResolverBase):
             for arg in args or ():
                 self._expr(arg)
             return UNKNOWN
+        if isinstance(expr, ast.Method) and expr.strides and name != "view":
+            self.error(
+                f"only '.view(...)' takes strides after ':' (as in x.view(16, 8 : 64, 2)); '.{name}' does not",
+                expr.strides[0].span,
+            )
+            return UNKNOWN
+        if isinstance(base, BufferArray):
+            self.error(
+                f"'{expression(expr.value)}' selects several buffers of a buffer array, not one: index every "
+                f"dimension of the array ({len(base.counts)} more index(es)) before '.{name}'",
+                expr.span,
+            )
+            return UNKNOWN
         if isinstance(base, Future):
             return self._future_member(base, name, expr, args)
         if isinstance(base, Event):
@@ -106,12 +136,8 @@ class ViewRules(ResolverBase):
             return self._tiling_member(base, name, expr, args)
         if isinstance(base, Window):
             if name == "from" and args is not None:
-                self._rank_check(base.base, args, expr, "from")
-                for arg in args:
-                    self._int_expr(arg, "an offset")
-                return Data(base.base.elem, base.extents, base.base.storage, base.base.root)
-            self.error(f"'.view(...)' is followed by '.from(...)', not '.{name}'", expr.name_span)
-            return UNKNOWN
+                return self._from(base, expr, args)
+            return self._data_member(base.window(), name, expr, args)
         if isinstance(base, Data):
             return self._data_member(base, name, expr, args)
         if isinstance(base, Fragment) and name == "span":
@@ -168,14 +194,19 @@ class ViewRules(ResolverBase):
         self, base: Tiling, name: str, expr: ast.Member | ast.Method, args: tuple[ast.Expr, ...] | None
     ) -> Value:
         if name == "step" and args is not None:
-            self._rank_check(base.base, args, expr, "step")
-            steps = tuple(self._dim_of(arg, self._int_expr(arg, "a step")) for arg in args)
+            items = self._index_items(args)
+            self._items_match_rank(base.base, items, expr, "step")
+            steps = tuple(self._item_dim(item, "a step") for item in items)
             return Tiling(base.base, base.extents, steps, base.origin_method)
         if name == "at" and args is not None:
-            self._rank_check(base.base, args, expr, "at")
-            for arg, extent, step, dim in zip(args, base.extents, base.steps, base.base.dims):
+            items = self._index_items(args)
+            self._items_match_rank(base.base, items, expr, "at")
+            tiled = f"'{base.base.root}'" if base.base.root else "this view"
+            for position, (item, extent, step, dim) in enumerate(
+                zip(items, base.extents, base.steps, base.base.dims)
+            ):
                 tiles = fold("+", fold("/", fold("-", dim, extent), step), 1)
-                self._check_index(arg, tiles, f"the tiles of '{base.base.root}'")
+                self._check_item_index(item, tiles, f"dimension {position} of the tiles of {tiled}")
             return base.tile()
         return self._data_member(base.tile(), name, expr, args)
 
@@ -186,47 +217,159 @@ class ViewRules(ResolverBase):
             if args is None:
                 return Shape(data.dims)
             return self._dimension_of(Shape(data.dims), args, expr.span)
+        if name == "data" and args is None:
+            return data  # the data itself, as a device call's argument writes it (`a.data`)
         if args is None:
             self.error(f"spanned data has no member '.{name}'", expr.name_span)
             return UNKNOWN
         if name == "chunkat":
             return self._chunkat(data, expr, args)
         if name in ("subspan", "chunk"):
-            if not self._rank_check(data, args, expr, name):
+            items = self._index_items(args)
+            if not self._items_match_rank(data, items, expr, name):
                 return UNKNOWN
-            sizes = tuple(self._dim_of(arg, self._int_expr(arg, "a tile extent")) for arg in args)
+            sizes = self._extents(data, items, "a tile extent")
             if name == "chunk":
                 sizes = tuple(fold("/", dim, count) for dim, count in zip(data.dims, sizes))
-            for arg, size, dim in zip(args, sizes, data.dims):
+            for item, size, dim in zip(items, sizes, data.dims):
                 if isinstance(size, int) and isinstance(dim, int) and not 0 < size <= dim:
-                    self.error(f"tile extent {size} does not fit dimension of extent {dim}", arg.span)
+                    self.error(f"tile extent {size} does not fit dimension of extent {dim}", item.expr.span)
             return Tiling(data, sizes, sizes, name)
         if name == "at":
             return self._at(data, args, expr, expression(expr.value))
+        if name == "modspan":
+            return self._modspan(data, expr, args)
         if name == "view":
-            if not self._rank_check(data, args, expr, name):
-                return UNKNOWN
-            return Window(
-                data, tuple(self._dim_of(arg, self._int_expr(arg, "a window extent")) for arg in args)
-            )
+            return self._view(data, expr, args)
         if name == "span_as":
             return self._span_as(data, expr, args)
+        if name == "sqz":
+            return self._squeeze(data, expr, args)
         self.error(
-            f"spanned data has no method '.{name}' (views are chunkat, subspan, step, at, view, from, span_as)",
+            f"spanned data has no method '.{name}' (views are chunkat, subspan, modspan, step, at, view, from, "
+            "span_as, sqz)",
             expr.name_span,
         )
         return UNKNOWN
 
+    def _extents(self, data: Data, items: Sequence[IndexItem], what: str) -> tuple[Dim, ...]:
+        """Extents of a tile or window; `_` keeps that dimension of the data whole."""
+        return tuple(
+            dim if self._is_whole(item) else self._item_dim(item, what) for item, dim in zip(items, data.dims)
+        )
+
+    def _is_whole(self, item: IndexItem) -> bool:
+        return item.is_whole and self.scope.lookup("_") is None
+
+    def _view(self, data: Data, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
+        """`x.view(a, b)`: a window of x's strides; `x.view(a, b : sa, sb)`: any extents and element strides
+        (of any rank), as the data is laid out in memory."""
+        strides = expr.strides if isinstance(expr, ast.Method) else ()
+        items = self._index_items(args)
+        if not strides:
+            if not self._items_match_rank(data, items, expr, "view"):
+                return UNKNOWN
+            return Window(data, self._extents(data, items, "a window extent"))
+        if len(strides) != len(items):
+            self.error(
+                f"'.view' has {len(items)} extent(s) but {len(strides)} stride(s); give one stride per extent",
+                expr.span,
+            )
+            return UNKNOWN
+        if len(items) == len(data.dims):
+            extents = self._extents(data, items, "a window extent")
+        elif any(self._is_whole(item) for item in items):
+            self.error("'_' keeps a dimension whole only where the view has the data's rank", expr.span)
+            return UNKNOWN
+        else:
+            extents = tuple(self._item_dim(item, "a window extent") for item in items)
+        written = tuple(self._dim_of(stride, self._int_expr(stride, "a stride")) for stride in strides)
+        for stride, dim in zip(strides, written):
+            if isinstance(dim, int) and dim < 0:
+                self.error(f"a stride must not be negative, got {dim}", stride.span)
+        return Window(data, extents, written)
+
+    def _from(self, window: Window, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
+        """`.from(o0, o1)`: the window starts `o0 * s0 + o1 * s1` elements after the data's first one."""
+        base = window.base
+        items = self._index_items(args)
+        if not self._items_match_rank(window.window(), items, expr, "from"):
+            return UNKNOWN
+        offsets = [self._integer_item(item, "an offset") for item in items]
+        known = [value.const if isinstance(value, Scalar) else None for value in offsets]
+        if window.strides is None:
+            for item, offset, extent, dim in zip(items, known, window.extents, base.dims):
+                if isinstance(offset, int) and not _fits(offset, extent, dim):
+                    self.error(
+                        f"a window of extent {extent} at offset {offset} does not fit dimension of extent {dim}",
+                        item.expr.span,
+                    )
+            return window.window()
+        reach: Dim = 0
+        for offset, extent, stride in zip(known, window.extents, window.strides):
+            if offset is None:
+                reach = "?"
+                break
+            reach = fold("+", reach, fold("*", fold("+", offset, fold("-", extent, 1)), stride))
+        count = product(base.dims)
+        if base.contiguous() and isinstance(reach, int) and isinstance(count, int) and reach >= count:
+            self.error(
+                f"this strided view reaches element {reach} of '{base.root}', which has {count} elements",
+                expr.span,
+            )
+        return window.window()
+
+    def _squeeze(self, data: Data, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
+        """`.sqz()`: the view without its dimensions of extent 1 (the strides of the others kept), after a
+        `.subspan`, `.span_as` or `.view` of the same chain, as in Croqtile."""
+        if args:
+            self.error("'.sqz()' takes no arguments", expr.span)
+        chain = expr.value if isinstance(expr, ast.Method) else expr
+        while isinstance(chain, ast.Method) and chain.name not in ("subspan", "span_as", "view"):
+            chain = chain.value
+        if not isinstance(chain, ast.Method):
+            self.error(
+                "'.sqz()' drops the extent-1 dimensions that a '.subspan', '.span_as' or '.view' earlier in the "
+                "same expression made; it needs one of them before it",
+                expr.span,
+            )
+            return UNKNOWN
+        kept = [k for k, dim in enumerate(data.dims) if dim != 1] or [len(data.dims) - 1]
+        layout = data.layout
+        return data.viewed(tuple(data.dims[k] for k in kept), tuple(layout[k] for k in kept))
+
+    def _modspan(self, data: Data, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
+        """`x.modspan(a, b)`: what whole tiles of extent a x b leave of `x`, the tail of each dimension
+        (extent `dim % a`); `.at(i, j)` places it at element (i * a, j * b), and without `.at` it is where
+        the whole tiles end."""
+        items = self._index_items(args)
+        if not self._items_match_rank(data, items, expr, "modspan"):
+            return UNKNOWN
+        sizes = tuple(self._item_dim(item, "a tile extent") for item in items)
+        extents = []
+        for position, (item, size, dim) in enumerate(zip(items, sizes, data.dims)):
+            extent = fold("%", dim, size)
+            if isinstance(size, int) and isinstance(dim, int) and not 0 < size <= dim:
+                self.error(f"tile extent {size} does not fit dimension of extent {dim}", item.expr.span)
+            elif isinstance(extent, int) and extent == 0:
+                self.error(
+                    f"dimension {position} ({dim}) is a multiple of {size}: whole tiles cover it and modspan "
+                    "leaves nothing of it",
+                    item.expr.span,
+                )
+            extents.append(extent)
+        return Tiling(data, tuple(extents), sizes, "modspan")
+
     def _chunkat(self, data: Data, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
-        if not self._rank_check(data, args, expr, "chunkat"):
+        items = self._index_items(args)
+        if not self._items_match_rank(data, items, expr, "chunkat"):
             return UNKNOWN
         dims: list[Dim] = []
-        for arg, dim in zip(args, data.dims):
-            if isinstance(arg, ast.Name) and arg.id == "_":
+        for item, dim in zip(items, data.dims):
+            value = item.value
+            if item.is_whole:
                 dims.append(dim)
-                continue
-            value = self._expr(arg)
-            if isinstance(value, Bounded):
+            elif isinstance(value, Bounded):
                 dims.append(fold("/", dim, value.bound))
             elif isinstance(value, Unknown):
                 dims.append("?")
@@ -234,35 +377,57 @@ class ViewRules(ResolverBase):
                 self.error(
                     "a chunkat index must be a bounded value (a parallel, foreach or with variable, or a '#' "
                     f"composition of them); this is {value.describe()}",
-                    arg.span,
+                    item.expr.span,
                 )
                 dims.append("?")
-        return Data(data.elem, tuple(dims), data.storage, data.root)
+        return data.viewed(tuple(dims), data.layout)
 
     def _at(self, data: Data, args: Sequence[ast.Expr], expr: ast.Expr, name: str) -> Value:
-        if len(args) > len(data.dims):
+        items = self._index_items(args)
+        if len(items) > len(data.dims):
             self.error(
                 f"'.at' takes at most {len(data.dims)} index(es) for {len(data.dims)}-dimensional data "
-                f"{data.describe()}, got {len(args)}",
+                f"{data.describe()}, got {len(items)}",
                 expr.span,
             )
-            for arg in args:
-                self._expr(arg)
             return UNKNOWN
-        for position, (arg, dim) in enumerate(zip(args, data.dims)):
-            self._check_index(arg, dim, f"dimension {position} of '{name}'")
-        rest = data.dims[len(args) :]
+        for position, (item, dim) in enumerate(zip(items, data.dims)):
+            self._check_item_index(item, dim, f"dimension {position} of '{name}'")
+        rest = data.dims[len(items) :]
         if not rest:
             return Scalar(data.elem)
-        return Data(data.elem, rest, data.storage, data.root)
+        return data.viewed(rest, data.layout[len(args) :])
 
     def _span_as(self, data: Data, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
         dims = self._shape_dims(args)
         if known_count_mismatch(dims, data.dims):
             self.error(
-                f"span_as({shape_text(dims)}) has {product(dims)} elements, but the data has "
+                f"inconsistent sizes: span_as({shape_text(dims)}) has {product(dims)} elements, but the data has "
                 f"{product(data.dims)} ({shape_text(data.dims)})",
                 expr.span,
             )
             return UNKNOWN
-        return Data(data.elem, dims, data.storage, data.root)
+        contiguous = data.contiguous()
+        if contiguous is not True:
+            certainty = "is" if contiguous is False else "may be"
+            self.sink.warning(
+                f"'span_as' {certainty} applied to non-contiguous data {shape_text(data.dims)} (strides "
+                f"{shape_text(data.layout)}): it reshapes the {product(dims)} elements stored one after another "
+                "from the data's first element, as Croqtile does, which are not the data's own elements",
+                expr.span,
+            )
+        return data.viewed(dims, None)
+
+
+def _array_root(expr: ast.Expr) -> ast.Expr:
+    """`b` of `b[i]`: the buffer array a chain of `[...]` starts from."""
+    while isinstance(expr, ast.Index):
+        expr = expr.value
+    return expr
+
+
+def _fits(offset: int, extent: Dim, dim: Dim) -> bool:
+    """A window of `extent` at `offset` lies inside a dimension of `dim` (or cannot be told yet)."""
+    if isinstance(extent, int) and isinstance(dim, int):
+        return 0 <= offset <= dim - extent
+    return True
