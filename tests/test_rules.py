@@ -402,3 +402,35 @@ def test_check_reports_and_does_not_raise_on_bad_input() -> None:
         assert isinstance(diagnostics, list)
         for d in diagnostics:
             assert d.line >= 1 and d.column >= 1
+
+
+REASSIGNED = """\
+__co__ void k(global f32 [4, 64] x) {
+  parallel b by 4 : block {
+    shared f32 [64] tile;
+    load = dma.copy.async x.at(b) => shared;
+    wait load;
+    event e;
+    f32 v = 1.0f;
+    ASSIGN
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("assign", "advice"),
+    [
+        ("v = 2.0f;", "(declare it as 'mutable f32 v = ...')"),
+        (
+            "tile = x.at(b);",
+            "copy into it ('dma.copy SRC => tile;') or assign its elements ('tile.at(i) = ...')",
+        ),
+        ("load = x.at(b);", "give the new copy another name, or rotate futures with swap(...)"),
+        ("e = e;", "signal it with 'trigger e;'"),
+    ],
+)
+def test_an_immutable_is_given_advice_that_fits_what_it_is(assign: str, advice: str) -> None:
+    (diagnostic,) = _check(REASSIGNED.replace("ASSIGN", assign))
+    assert diagnostic.line == 8 and diagnostic.message.endswith(advice), diagnostic.message
+    assert "mutable int" not in diagnostic.message

@@ -300,7 +300,9 @@ class _AstBuilder(Transformer[Token, Any]):
     def parallel(self, meta: Any, children: list[Any]) -> ast.Parallel:
         keyword, stream, *clauses, body = children
         body = _as_statement(body, self._span(meta))
-        return ast.Parallel(self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream)
+        return ast.Parallel(
+            self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream
+        )
 
     def parallel_clause(self, meta: Any, children: list[Any]) -> ast.ParallelClause:
         variables, count, level, qualifier = children
@@ -463,6 +465,8 @@ class _AstBuilder(Transformer[Token, Any]):
     def assign_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
         target, op, value = children
         span = self._span(meta)
+        while isinstance(target, ast.Paren):  # `(r) = e` stores to r, as in C: every pass sees the lvalue
+            target = target.inner
         if isinstance(value, ast.Operation):
             if str(op) != "=" or not isinstance(target, ast.Name):
                 self.sink.error(
