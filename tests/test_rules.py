@@ -434,3 +434,10 @@ def test_an_immutable_is_given_advice_that_fits_what_it_is(assign: str, advice: 
     (diagnostic,) = _check(REASSIGNED.replace("ASSIGN", assign))
     assert diagnostic.line == 8 and diagnostic.message.endswith(advice), diagnostic.message
     assert "mutable int" not in diagnostic.message
+
+
+@pytest.mark.parametrize("condition", ["full && ready", "!ready && full", "full && (ready || full)"])
+def test_a_bool_in_an_event_predicate_is_one_error(condition: str) -> None:
+    source = BY_NAME["while_event_mixed_with_bool.co"].source.replace("full && ready", condition)
+    (diagnostic,) = _check(source)
+    assert diagnostic.message.startswith("requires an event predication expression: 'ready' is bool")
