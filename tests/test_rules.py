@@ -441,3 +441,19 @@ def test_a_bool_in_an_event_predicate_is_one_error(condition: str) -> None:
     source = BY_NAME["while_event_mixed_with_bool.co"].source.replace("full && ready", condition)
     (diagnostic,) = _check(source)
     assert diagnostic.message.startswith("requires an event predication expression: 'ready' is bool")
+
+
+@pytest.mark.parametrize("statement", ["launch_bounds(128);", "undeclared_name;", "x.at(t) + nothing;"])
+def test_a_wrong_expression_statement_is_one_error_without_a_no_effect_warning(statement: str) -> None:
+    source = (
+        f"__co__ void f(global f32 [32] x) {{\n  parallel t by 32 : thread {{\n    {statement}\n  }}\n}}\n"
+    )
+    (diagnostic,) = _check(source)
+    assert diagnostic.severity == "error" and diagnostic.line == 3
+
+
+def test_an_expression_statement_without_effect_is_still_a_warning() -> None:
+    (diagnostic,) = _check(
+        "__co__ void f(global f32 [32] x) {\n  parallel t by 32 : thread {\n    x.at(t) * 2.0f;\n  }\n}\n"
+    )
+    assert diagnostic.severity == "warning" and "has no effect" in diagnostic.message

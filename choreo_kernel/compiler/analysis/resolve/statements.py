@@ -32,7 +32,7 @@ from choreo_kernel.compiler.analysis.values import (
     product,
     shape_text,
 )
-from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.diagnostics import ERROR, Note
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.evaluate import constant
 from choreo_kernel.compiler.semantics.levels import Storage
@@ -448,8 +448,10 @@ class StatementRules(ControlRules, TupleRules, ParameterRules):
                 self.error("'rotate' takes two or more futures", expr.span)
             self._check_rotation_scopes(expr)
             return
+        reported = len(self.sink.diagnostics)
         self._expr(expr)
-        if not is_device_effect(expr):
+        wrong = any(d.severity == ERROR for d in self.sink.diagnostics[reported:])
+        if not is_device_effect(expr) and not wrong:  # a wrong expression is one error, not a warning too
             self.sink.warning("this expression statement has no effect", stmt.span)
 
     def _stmt_Wait(self, stmt: ast.Wait, context: Context) -> None:
