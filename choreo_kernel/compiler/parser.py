@@ -542,6 +542,8 @@ class _AstBuilder(Transformer[Token, Any]):
     def assign_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
         target, op, value = children
         span = self._span(meta)
+        while isinstance(target, ast.Paren):  # `(r) = e` stores to r, as in C: every pass sees the lvalue
+            target = target.inner
         if isinstance(value, ast.Operation):
             if str(op) != "=" or not isinstance(target, ast.Name):
                 self.sink.error(

@@ -7,6 +7,11 @@
 #pragma once
 
 #define CHOREO_DEVICE __device__ __forceinline__
+// Device code (a cell's C++ part, a %%cuda cell) can tell it is built for the GPU, as the sim's prelude
+// defines __CHOREO_SIM__ for its host build.
+#ifndef __CHOREO_CUDA__
+#define __CHOREO_CUDA__ 1
+#endif
 
 // How long a wait on an event may take before the kernel gives up and reports a deadlock.
 #ifndef CHOREO_WAIT_TIMEOUT_NS

@@ -172,14 +172,8 @@ class ControlRules(ResolverBase):
         if isinstance(expr, ast.Unary) and expr.op == "!":
             return self._event_predicate(expr.operand)
         if isinstance(expr, ast.Binary) and expr.op in ("&&", "||"):
-            left, right = self._event_predicate(expr.left), self._event_predicate(expr.right)
-            for side, value in ((expr.left, left), (expr.right, right)):
-                if not isinstance(value, (Event, EventSlot, Unknown)):
-                    self.error(
-                        f"in '{expr.op}': an event predicate is made of events only; "
-                        f"'{expression(side)}' is {value.describe()}",
-                        side.span,
-                    )
+            left = self._event_predicate(expr.left)
+            self._event_predicate(expr.right)  # each operand that is no event is reported where it is
             return left
         value = self._expr(expr)
         if not isinstance(value, (Event, EventSlot, Unknown)):
