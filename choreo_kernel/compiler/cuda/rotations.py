@@ -11,18 +11,25 @@ way (`choreo::TmaFuture`), so that a wait after a swap waits on the load that fi
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import is_rotation
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
-from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
+from choreo_kernel.compiler.cuda.views import FutureValue, Lowered, LoweringError, View, element_count
+from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
 
-if TYPE_CHECKING:
-    from choreo_kernel.compiler.cuda.context import KernelContext
+
+class Emitting(Protocol):
+    """What a kernel's lowering gives this module: where it writes, its names, its bindings."""
+
+    out: CodeWriter
+    names: Names
+    bindings: dict[Symbol, Lowered]
 
 
 def rotation_groups(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, frozenset[Symbol]]:
@@ -39,32 +46,38 @@ def rotation_groups(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, fr
     return groups
 
 
-def held_variable(context: KernelContext, stmt: ast.OperationStmt, future: Symbol) -> str | None:
+def held_variable(bindings: Mapping[Symbol, Lowered], stmt: ast.OperationStmt, future: Symbol) -> str | None:
     """The C variable of `future` where it exists before `stmt` (None where `stmt` declares it)."""
-    existing = context.bindings.get(future)
+    existing = bindings.get(future)
     if future.declaration is stmt or not isinstance(existing, FutureValue) or existing.variable is None:
         return None
     return existing.variable.text
 
 
-def held_buffer(context: KernelContext, stmt: ast.OperationStmt, future: Symbol, own: View) -> View:
-    """Where a copy assigned to the rotated `future` lands: the buffer it holds, else `own`."""
-    group = context.rotated[future]
-    total = element_count(own.dims).value
-    if context.rotated_sizes.setdefault(group, total) != total:
-        raise LoweringError(
-            f"'{future.name}' is rotated by swap/rotate, so each copy assigned to it lands in the buffer it "
-            f"holds; this copy is of {total} elements and one into a future it is rotated with of "
-            f"{context.rotated_sizes[group]}: rotate futures of one size",
-            stmt,
+@dataclass
+class Rotations:
+    """The rotated futures of one kernel, and the size of the buffers each group of them shares."""
+
+    groups: dict[Symbol, frozenset[Symbol]]
+    sizes: dict[frozenset[Symbol], int | None] = field(default_factory=dict)
+
+    def held_buffer(self, context: Emitting, stmt: ast.OperationStmt, future: Symbol, own: View) -> View:
+        """Where a copy assigned to the rotated `future` lands: the buffer it holds, else `own`."""
+        group = self.groups[future]
+        total = element_count(own.dims).value
+        if self.sizes.setdefault(group, total) != total:
+            raise LoweringError(
+                f"'{future.name}' is rotated by swap/rotate, so each copy assigned to it lands in the buffer it "
+                f"holds; this copy is of {total} elements and one into a future it is rotated with of "
+                f"{self.sizes[group]}: rotate futures of one size",
+                stmt,
+            )
+        variable = held_variable(context.bindings, stmt, future)
+        if variable is None:
+            return own
+        target = context.names.fresh(f"{future.name}_target")
+        context.out.line(
+            f"{elements.c_type(own.elem)}* const {target} = {variable}.data ? {variable}.data : {own.pointer.text};  "
+            f"// '{future.name}' is rotated: the buffer it holds (this statement's own the first time)"
         )
-    variable = held_variable(context, stmt, future)
-    if variable is None:
-        return own
-    target = context.names.fresh(f"{future.name}_target")
-    c_type = elements.c_type(own.elem)
-    context.out.line(
-        f"{c_type}* const {target} = {variable}.data ? {variable}.data : {own.pointer.text};  "
-        f"// '{future.name}' is rotated: the buffer it holds (this statement's own the first time)"
-    )
-    return replace(own, pointer=cexpr.name(target))
+        return replace(own, pointer=cexpr.name(target))

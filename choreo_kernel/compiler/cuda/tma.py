@@ -200,7 +200,7 @@ class Tma:
             raise LoweringError("a TMA load copies global memory into shared memory", stmt)
         copy = self._copy(stmt, source, destination, stmt.operation.args[0])
         symbol = self._future_symbol(stmt)
-        rotated = symbol is not None and symbol in emitter.rotated and symbol not in self.bound
+        rotated = symbol is not None and symbol in emitter.rotations.groups and symbol not in self.bound
         if symbol is not None and not rotated:
             emitter.bindings[symbol] = FutureValue(None, destination, destination.elem)
         if symbol is not None and symbol in self.bound:
@@ -238,7 +238,7 @@ class Tma:
         carries the buffer, the mbarrier and the phase, and keeps those it holds (rotations.py)."""
         emitter, out = self.emitter, self.emitter.out
         fresh = f"{{{destination.start.text}, {own.barrier}, &{own.phase}}}"
-        variable = held_variable(emitter, stmt, symbol)
+        variable = held_variable(emitter.bindings, stmt, symbol)
         if variable is None:
             variable = emitter.names.local(symbol.name)
             out.line(f"choreo::TmaFuture<{elements.c_type(destination.elem)}> {variable} = {fresh};")
