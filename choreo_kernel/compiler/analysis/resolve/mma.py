@@ -19,9 +19,11 @@ from choreo_kernel.compiler.analysis.values import (
     Data,
     Dim,
     Fragment,
+    Future,
     FutureInfo,
     Symbol,
     Tiling,
+    UNKNOWN,
     Unknown,
     known_mismatch,
     shape_text,
@@ -219,6 +221,9 @@ class MmaRules(ResolverBase):
         value = self._expr(expr)
         if isinstance(value, Tiling):
             value = value.tile()
+        if isinstance(value, Future) and value.is_data:  # `mma.row.row acc, q_s, k_s` with q_s = dma.copy ...
+            data = self._future_data(expr)
+            value = data if data is not None else UNKNOWN
         if isinstance(value, Fragment):
             return value.data
         if isinstance(value, Data):
