@@ -301,7 +301,9 @@ class _AstBuilder(Transformer[Token, Any]):
     def parallel(self, meta: Any, children: list[Any]) -> ast.Parallel:
         keyword, stream, *clauses, body = children
         body = _as_statement(body, self._span(meta))
-        return ast.Parallel(self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream)
+        return ast.Parallel(
+            self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream
+        )
 
     def parallel_clause(self, meta: Any, children: list[Any]) -> ast.ParallelClause:
         variables, count, level, qualifier = children
@@ -474,7 +476,11 @@ class _AstBuilder(Transformer[Token, Any]):
 
     def expr_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
         expr = children[0]
-        if isinstance(expr, ast.Call) and isinstance(expr.callee, ast.Name) and expr.callee.id in ast.FRAGMENT_OPS:
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.callee, ast.Name)
+            and expr.callee.id in ast.FRAGMENT_OPS
+        ):
             return ast.FragmentOp(self._span(meta), expr.callee.id, expr.callee.span, expr.args)
         return ast.ExprStmt(self._span(meta), expr)
 

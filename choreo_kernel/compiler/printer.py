@@ -266,5 +266,15 @@ STATEMENTS: dict[type[ast.Stmt], Callable[[Any], str]] = {
     ast.Print: _print,
 }
 HEADS = frozenset(
-    {ast.Parallel, ast.Foreach, ast.ForeachRange, ast.With, ast.If, ast.While, ast.InThreads, ast.Block, ast.Apply}
+    {
+        ast.Parallel,
+        ast.Foreach,
+        ast.ForeachRange,
+        ast.With,
+        ast.If,
+        ast.While,
+        ast.InThreads,
+        ast.Block,
+        ast.Apply,
+    }
 )

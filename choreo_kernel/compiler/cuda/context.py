@@ -22,7 +22,14 @@ from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import elected_paths
 from choreo_kernel.compiler.cuda.swizzles import shared_swizzles
 from choreo_kernel.compiler.cuda.threads import Group, KernelThreads
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, Lowered, LoweringError, View, buffer, element_count
+from choreo_kernel.compiler.cuda.views import (
+    AccumulatorRegisters,
+    Lowered,
+    LoweringError,
+    View,
+    buffer,
+    element_count,
+)
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
 from choreo_kernel.compiler.semantics.levels import Storage
 

@@ -47,7 +47,9 @@ class Expressions(DeviceCallExpressions):
         self.bindings = bindings
         self.check_select: FactorCheck | None = None  # how a kernel checks a select factor at run time
         # `x.at(i, j)` of a register fragment inside an apply (set by cuda/fragments.py)
-        self.register_element: Callable[[AccumulatorRegisters | RowRegisters, ast.Method], Operand] | None = None
+        self.register_element: Callable[[AccumulatorRegisters | RowRegisters, ast.Method], Operand] | None = (
+            None
+        )
         self._declared: dict[tuple[int, str], Symbol] = {}  # (id(declaring node), name) -> symbol
         for symbol in (*info.symbol_of.values(), *info.events):
             self._declared.setdefault((id(symbol.declaration), symbol.name), symbol)

@@ -87,11 +87,16 @@ class Fragments:
             )
             row = cexpr.raw(f"choreo::fragment_row<{columns}>({register})")
             column = cexpr.raw(f"choreo::fragment_column<{columns}>({register})")
-            bound = [Operand(row, "s32", cexpr.const(registers.rows)), Operand(column, "s32", cexpr.const(columns))]
+            bound = [
+                Operand(row, "s32", cexpr.const(registers.rows)),
+                Operand(column, "s32", cexpr.const(columns)),
+            ]
             visit = _Visit(register, columns, registers.rows)
         else:
             count = registers.registers
-            out.line(f"// each thread visits its {count} rows ({_row_text()} of each 64-row tile), as its quad does")
+            out.line(
+                f"// each thread visits its {count} rows ({_row_text()} of each 64-row tile), as its quad does"
+            )
             row = cexpr.raw(f"choreo::vector_row({register})")
             bound = [Operand(row, "s32", cexpr.const(registers.rows))]
             visit = _Visit(register, None, registers.rows)
@@ -111,7 +116,9 @@ class Fragments:
             raise LoweringError("the elements of a fragment are read and written inside 'apply'", expr)
         if isinstance(base, RowRegisters):
             if base.rows != visit.rows:
-                raise LoweringError(f"a row vector of {base.rows} rows in an apply over {visit.rows} rows", expr)
+                raise LoweringError(
+                    f"a row vector of {base.rows} rows in an apply over {visit.rows} rows", expr
+                )
             index = (
                 cexpr.raw(visit.register)
                 if visit.columns is None
@@ -119,9 +126,7 @@ class Fragments:
             )
             return Operand(cexpr.raw(f"{base.name.text}[{index.text}]"), "f32", storage=Storage.LOCAL)
         if visit.columns != base.columns or base.rows != visit.rows:
-            raise LoweringError(
-                f"a {base.rows}x{base.columns} tile in an apply over another shape", expr
-            )
+            raise LoweringError(f"a {base.rows}x{base.columns} tile in an apply over another shape", expr)
         if base.elem == "f32":
             return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), "f32", storage=Storage.LOCAL)
         c_type = elements.c_type(base.elem)
@@ -138,7 +143,11 @@ class Fragments:
             out.line(self.convert(target, stmt.args[1]))
             return
         rows, tile = self._registers(stmt.args[0]), self._registers(stmt.args[1])
-        if not isinstance(rows, RowRegisters) or not isinstance(tile, AccumulatorRegisters) or tile.elem != "f32":
+        if (
+            not isinstance(rows, RowRegisters)
+            or not isinstance(tile, AccumulatorRegisters)
+            or tile.elem != "f32"
+        ):
             raise LoweringError(f"'{stmt.name}' reduces an f32 tile into a row vector on CUDA", stmt)
         out.line("// each row's N / 4 columns in this thread, then the 4 lanes of its quad (shfl.xor 1, 2)")
         out.line(

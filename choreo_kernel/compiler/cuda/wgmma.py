@@ -281,7 +281,9 @@ class Mma:
             raise LoweringError(
                 f"WGMMA in this lowering takes {', '.join(PTX_TYPES)} operands, not {a.elem}", stmt
             )
-        instruction = Instruction(columns, accumulator.elem, a.elem, a_mn_major, b_mn_major, registers is not None)
+        instruction = Instruction(
+            columns, accumulator.elem, a.elem, a_mn_major, b_mn_major, registers is not None
+        )
         if k % instruction.k:
             raise LoweringError(
                 f"K = {k} is not a multiple of the instruction's K step {instruction.k}", stmt

@@ -16,6 +16,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
+    UNKNOWN,
     Accumulator,
     Data,
     Dim,
@@ -27,7 +28,6 @@ from choreo_kernel.compiler.analysis.values import (
     Value,
     known_mismatch,
     shape_text,
-    UNKNOWN,
 )
 from choreo_kernel.compiler.diagnostics import Note, Span
 from choreo_kernel.compiler.printer import expression
@@ -51,14 +51,16 @@ class FragmentRules(TupleRules):
 
     def _fragment_decl(self, stmt: ast.BufferDecl, context: Context) -> None:
         dims = self._shape_dims(stmt.shape)
-        if Level.WARPGROUP not in context.level_kinds:
+        if not context.in_block:
             self.error(
                 f"fragment '{stmt.name}' lives in the registers of one warpgroup: declare it inside a "
-                "'group-4' scope",
+                "parallel, in the 'group-4' scope that uses it",
                 stmt.span,
             )
         if stmt.elem_type not in FRAGMENT_TYPES:
-            self.error(f"a fragment holds {', '.join(FRAGMENT_TYPES)} elements, not {stmt.elem_type}", stmt.span)
+            self.error(
+                f"a fragment holds {', '.join(FRAGMENT_TYPES)} elements, not {stmt.elem_type}", stmt.span
+            )
         if stmt.array_dims:
             self.error("a fragment cannot be an array of fragments", stmt.array_dims[0].span)
         self._check_fragment_shape(dims, stmt.name, stmt.span)
@@ -69,11 +71,15 @@ class FragmentRules(TupleRules):
                 self._expr(item)
         self.info.storage_of[id(stmt)] = Storage.LOCAL
         value = Fragment(Data(stmt.elem_type, dims, Storage.LOCAL, stmt.name), registers=True)
-        self._declare(Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span)
+        self._declare(
+            Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
+        )
 
     def _check_fragment_shape(self, dims: tuple[Dim, ...], name: str, span: Span) -> None:
         if len(dims) not in (1, 2):
-            self.error(f"fragment '{name}' is a row vector [M] or a tile [M, N], not {shape_text(dims)}", span)
+            self.error(
+                f"fragment '{name}' is a row vector [M] or a tile [M, N], not {shape_text(dims)}", span
+            )
             return
         if isinstance(dims[0], int) and dims[0] % 64:
             self.hopper_rule(
@@ -116,11 +122,21 @@ class FragmentRules(TupleRules):
         return UNKNOWN
 
     def _register_element(
-        self, base: Value, shape: tuple[Dim, ...] | None, expr: ast.Member | ast.Method, args: tuple[ast.Expr, ...]
+        self,
+        base: Value,
+        shape: tuple[Dim, ...] | None,
+        expr: ast.Member | ast.Method,
+        args: tuple[ast.Expr, ...],
     ) -> Value:
         for arg in args:
             self._expr(arg)
-        elem = base.elem if isinstance(base, Accumulator) else base.data.elem if isinstance(base, Fragment) else "f32"
+        elem = (
+            base.elem
+            if isinstance(base, Accumulator)
+            else base.data.elem
+            if isinstance(base, Fragment)
+            else "f32"
+        )
         name = expression(expr.value)
         if not self._applies:
             self.error(
@@ -155,7 +171,9 @@ class FragmentRules(TupleRules):
         """`__to<f16>(acc)`: the whole accumulator or fragment, converted element by element."""
         shape = self.register_shape(expr.operand, value)
         if expr.type_name not in FRAGMENT_TYPES:
-            self.error(f"a fragment converts into {', '.join(FRAGMENT_TYPES)}, not {expr.type_name}", expr.span)
+            self.error(
+                f"a fragment converts into {', '.join(FRAGMENT_TYPES)}, not {expr.type_name}", expr.span
+            )
         if shape is None:
             return UNKNOWN
         return Fragment(Data(expr.type_name, shape, Storage.LOCAL, expression(expr.operand)), registers=True)
@@ -240,7 +258,10 @@ class FragmentRules(TupleRules):
         if self._applies:
             self.error(f"'{stmt.name}' works on whole fragments: call it outside 'apply'", stmt.name_span)
         if Level.WARPGROUP not in context.level_kinds:
-            self.error(f"'{stmt.name}' works on the registers of a warpgroup: call it inside a 'group-4' scope", stmt.span)
+            self.error(
+                f"'{stmt.name}' works on the registers of a warpgroup: call it inside a 'group-4' scope",
+                stmt.span,
+            )
         arity = 2 if stmt.name == "copy" else 3
         if len(stmt.args) != arity:
             usage = "copy(DST, SRC)" if stmt.name == "copy" else f"{stmt.name}(ROWS, TILE, 1)"
@@ -258,10 +279,15 @@ class FragmentRules(TupleRules):
         if dst is None or src is None:
             return
         if isinstance(stmt.args[0], ast.Cast):
-            self.error(f"'{stmt.name}' writes into a fragment or an accumulator, not a converted value", stmt.args[0].span)
+            self.error(
+                f"'{stmt.name}' writes into a fragment or an accumulator, not a converted value",
+                stmt.args[0].span,
+            )
         if stmt.name == "copy":
             if known_mismatch(dst, src):
-                self.error(f"'copy' of {shape_text(src)} into {shape_text(dst)}: the shapes must agree", stmt.span)
+                self.error(
+                    f"'copy' of {shape_text(src)} into {shape_text(dst)}: the shapes must agree", stmt.span
+                )
             return
         dim = stmt.args[2]
         if not (isinstance(dim, ast.IntLiteral) and dim.value == 1):

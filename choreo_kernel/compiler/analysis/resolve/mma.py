@@ -14,6 +14,7 @@ from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
     SUB_BYTE_BITS,
+    UNKNOWN,
     Accumulator,
     BufferArray,
     Data,
@@ -23,7 +24,6 @@ from choreo_kernel.compiler.analysis.values import (
     FutureInfo,
     Symbol,
     Tiling,
-    UNKNOWN,
     Unknown,
     known_mismatch,
     shape_text,
@@ -51,6 +51,8 @@ class MmaRules(ResolverBase):
             value = self._expr(args[0])
             if isinstance(value, Tiling):
                 value = value.tile()
+            if isinstance(value, Future) and value.is_data:  # `mma.load.frag lhs_s` of a copy's future
+                value = self._future_data(args[0]) or UNKNOWN
             if not isinstance(value, (Data, Unknown)):
                 self.error(f"'mma.load' loads spanned data, got {value.describe()}", args[0].span)
                 return None
