@@ -28,7 +28,7 @@ from choreo_kernel.runtime.sim.frames import Frame, PerThread, Scope
 from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.issue import per_lane
 from choreo_kernel.runtime.sim.operations import Accumulator, Fragment
-from choreo_kernel.runtime.sim.registers import Register, tile_of
+from choreo_kernel.runtime.sim.registers import Register, converted, tile_of
 from choreo_kernel.runtime.sim.views import Bounded
 
 
@@ -76,7 +76,7 @@ class Fragments:
         shape the analysis took from that MMA."""
         group = self._group(stmt, frame)
         if isinstance(expr, ast.Cast):
-            return [self._converted(r, expr.type_name) for r in self.registers(expr.operand, stmt, frame)]
+            return [converted(r, expr.type_name) for r in self.registers(expr.operand, stmt, frame)]
         value = self.evaluator.value(expr, frame.narrow(group.lanes))
         items = list(value) if isinstance(value, np.ndarray) else [value]
         if not all(isinstance(item, (Accumulator, Fragment)) for item in items):
@@ -87,11 +87,6 @@ class Fragments:
             if isinstance(item, Accumulator) and item.value is None and shape is not None:
                 item.ensure(tuple(int(d) for d in shape), "f32")
         return items
-
-    @staticmethod
-    def _converted(register: Register, elem: str) -> Fragment:
-        dtype = numpy_dtype(elem)
-        return Fragment(stored(tile_of(register).astype(np.float32), dtype).astype(dtype))
 
     def apply(
         self, stmt: ast.Apply, frame: Frame, body: Callable[[ast.Stmt, Frame], Generator[Any, Any, Any]]

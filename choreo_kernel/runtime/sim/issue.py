@@ -33,6 +33,7 @@ from choreo_kernel.runtime.sim.operations import (
     placeholder,
     store_accumulators,
 )
+from choreo_kernel.runtime.sim.registers import converted
 from choreo_kernel.runtime.sim.views import View, compact_strides
 
 
@@ -147,6 +148,10 @@ class Issuer:
         return result
 
     def _operand(self, expr: ast.Expr, at: Frame) -> View | Fragment | list[Fragment]:
+        if isinstance(expr, ast.Cast):  # `__to<f16>(acc)`: the accumulator, converted (as registers)
+            value = self.evaluator.value(expr.operand, at)
+            items = list(value) if isinstance(value, np.ndarray) else [value]
+            return [converted(item, expr.type_name) for item in items]
         value = self.evaluator.raw(expr, at)
         if isinstance(value, Fragment):
             return value

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim.arith import stored
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.operations import Accumulator, Fragment
@@ -30,6 +31,12 @@ def tile_of(register: Register) -> np.ndarray:
     if register.value is None:
         raise SimError("this accumulator has no shape yet: it takes it from its first mma")
     return register.value
+
+
+def converted(register: Register, elem: str) -> Fragment:
+    """`__to<T>(acc)`: the whole accumulator or fragment, element by element, as registers of type `elem`."""
+    dtype = numpy_dtype(elem)
+    return Fragment(stored(tile_of(register).astype(np.float32), dtype).astype(dtype))
 
 
 @dataclass(frozen=True)
