@@ -436,8 +436,8 @@ class KernelEmitter(ControlStatements, BoundVariables):
         self.note_written(target)
         store = self._store(lvalue, stmt.op, self.expressions.operand(stmt.value)) + ";"
         group = self._group(stmt)
-        if lvalue.storage == Storage.LOCAL or group.level == Level.THREAD:
-            self.out.line(store)
+        if lvalue.storage == Storage.LOCAL or group.level == Level.THREAD or self.fragments.visit is not None:
+            self.out.line(store)  # inside an apply, each thread writes the elements it owns
             return
         self.out.line(f"if ({group.leader.text}) {store}  // once per {group.level} instance")
         barrier = group.barrier()
