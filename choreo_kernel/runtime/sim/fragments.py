@@ -32,7 +32,7 @@ from choreo_kernel.runtime.sim.registers import Register, converted, tile_of
 from choreo_kernel.runtime.sim.views import Bounded
 
 
-class _Translated(dict):  # type: ignore[type-arg]
+class _Translated(dict):
     """The names a virtual thread sees: each real variable, as the first thread of its instance holds it."""
 
     def __init__(self, scope: Scope, lanes: np.ndarray) -> None:
