@@ -62,7 +62,7 @@ class FragmentRules(TupleRules):
                 f"a fragment holds {', '.join(FRAGMENT_TYPES)} elements, not {stmt.elem_type}", stmt.span
             )
         if stmt.array_dims:
-            self.error("a fragment cannot be an array of fragments", stmt.array_dims[0].span)
+            self.error(f"fragment '{stmt.name}' cannot be an array of fragments", stmt.array_dims[0].span)
         self._check_fragment_shape(dims, stmt.name, stmt.span)
         if stmt.init is not None:
             if len(stmt.init) != 1:
@@ -81,15 +81,13 @@ class FragmentRules(TupleRules):
                 f"fragment '{name}' is a row vector [M] or a tile [M, N], not {shape_text(dims)}", span
             )
             return
-        if isinstance(dims[0], int) and dims[0] % 64:
+        rows_ok = not isinstance(dims[0], int) or dims[0] % 64 == 0
+        columns = dims[1] if len(dims) == 2 else 16
+        columns_ok = not isinstance(columns, int) or (columns % 16 == 0 and columns <= 256)
+        if not (rows_ok and columns_ok):
             self.hopper_rule(
-                f"fragment '{name}' has {dims[0]} rows; registers follow the WGMMA accumulator layout, "
-                "64 rows per warpgroup tile",
-                span,
-            )
-        if len(dims) == 2 and isinstance(dims[1], int) and (dims[1] % 16 or dims[1] > 256):
-            self.hopper_rule(
-                f"fragment '{name}' has {dims[1]} columns; the WGMMA accumulator layout takes a multiple of 16 up to 256",
+                f"fragment '{name}' is {shape_text(dims)}; its registers follow the WGMMA accumulator layout: "
+                "a multiple of 64 rows, and a multiple of 16 columns up to 256",
                 span,
             )
         if not all(isinstance(d, int) for d in dims):
@@ -146,6 +144,8 @@ class FragmentRules(TupleRules):
             )
             return Scalar(elem)
         scope = self._applies[-1]
+        if not scope.shape or all(d == "?" for d in scope.shape):
+            return Scalar(elem)  # the apply itself is wrong, and reported
         written = tuple(arg.id if isinstance(arg, ast.Name) else "" for arg in args)
         if shape is not None and len(shape) == 2:
             wanted = scope.names[:2]
@@ -174,6 +174,7 @@ class FragmentRules(TupleRules):
             self.error(
                 f"a fragment converts into {', '.join(FRAGMENT_TYPES)}, not {expr.type_name}", expr.span
             )
+            return UNKNOWN
         if shape is None:
             return UNKNOWN
         return Fragment(Data(expr.type_name, shape, Storage.LOCAL, expression(expr.operand)), registers=True)
@@ -193,16 +194,11 @@ class FragmentRules(TupleRules):
                     f"got '{expression(target)}'",
                     target.span,
                 )
-            shape = (1,) * len(stmt.variables.names)
+            shape = ("?",) * len(stmt.variables.names)
         names = tuple(name.id for name in stmt.variables.names)
-        if len(names) != len(shape):
-            self.error(
-                f"{len(names)} index(es) for a fragment of rank {len(shape)}: name one per dimension",
-                stmt.variables.span,
-            )
         symbols = self._bound_variables(stmt.variables, tuple(shape), stmt, "apply")
         self._check_apply_body(stmt.body)
-        scope = _ApplyScope(names, tuple(shape), set())
+        scope = _ApplyScope(names, tuple(shape) if len(names) == len(shape) else (), set())
         self._applies = (*self._applies, scope)
 
         def declare() -> None:
@@ -216,6 +212,8 @@ class FragmentRules(TupleRules):
 
     def _check_apply_body(self, body: ast.Stmt) -> None:
         """An apply's body is element-wise: assignments, conditions and local scalars, nothing asynchronous."""
+        if isinstance(body, (ast.Apply, ast.FragmentOp)):
+            return  # reported where they are resolved
         if not isinstance(body, APPLY_STATEMENTS):
             self.error(
                 "the body of 'apply' computes element by element: assignments, 'if' and scalar declarations, "
