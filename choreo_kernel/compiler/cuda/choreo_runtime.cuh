@@ -957,6 +957,9 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride) {
 // quad (lanes 4q .. 4q + 3), each holding N / 4 of its columns; a row vector [64 * Tiles] keeps, in register
 // v = tile * 2 + h, the row tile * 64 + w * 16 + l / 4 + 8 * h, the same in all 4 lanes of the quad.
 // 16-bit fragments pack two adjacent columns into one 32-bit register (r / 2), as WGMMA's A operand wants.
+// `inf`: the float infinity, by its bits (NVRTC compiles without math.h's INFINITY).
+CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
+
 template <int N> CHOREO_DEVICE int fragment_row(int r) {
   const int rank = threadIdx.x % 128;
   return r / (N / 2) * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
@@ -1024,7 +1027,7 @@ template <class T, int R> CHOREO_DEVICE void convert_fragment(float (&dst)[2 * R
 // then the 4 lanes of the quad that share the row exchange partial results (shfl.xor 1, then 2), so every
 // lane of the quad ends with the whole row's value.
 struct MaxOf {
-  CHOREO_DEVICE static float start() { return -INFINITY; }
+  CHOREO_DEVICE static float start() { return -infinity(); }
   CHOREO_DEVICE static float combine(float a, float b) { return fmaxf(a, b); }
 };
 struct SumOf {

@@ -161,8 +161,8 @@ class Expressions(DeviceCallExpressions):
         return Operand(cexpr.raw(f"{expr.value}{suffix}"), literal)
 
     def _FloatLiteral(self, expr: ast.FloatLiteral) -> Lowered:
-        if expr.value == float("inf"):  # `inf`: math.h's float infinity
-            return Operand(cexpr.raw("INFINITY"), "f32")
+        if expr.value == float("inf"):  # `inf` (NVRTC has no math.h INFINITY)
+            return Operand(cexpr.raw("choreo::infinity()"), "f32")
         text = repr(expr.value)
         return Operand(cexpr.raw(f"{text}f"), "f32") if expr.single else Operand(cexpr.raw(text), "f64")
 
