@@ -51,9 +51,11 @@ def compile_kernel(head_dim: int, causal: bool, elem: str, emit: Path | None) ->
     return module.attention
 
 
-def as_bits(tensor: torch.Tensor) -> torch.Tensor:
-    """A 16-bit tensor as the integers of its bits: how a bf16 array reaches the Choreo runtime."""
-    return tensor.view(torch.int16) if tensor.dtype == torch.bfloat16 else tensor
+def as_bits(tensor: torch.Tensor) -> Any:
+    """A bf16 tensor as a CuPy array of its bits (uint16: how a bf16 array reaches the Choreo runtime)."""
+    if tensor.dtype != torch.bfloat16:
+        return tensor
+    return cupy.from_dlpack(tensor.view(torch.int16)).view(cupy.uint16)
 
 
 def reference(
