@@ -5,6 +5,8 @@
 #   bench/h200.sh tutorials   only the tutorials and the tuning magics on cuda
 #   bench/h200.sh profile     %profile, --ptx/--sass and %sweep --metric on cuda, and tutorial 05
 #                             (ncu and nvdisasm from the CUDA toolkit; the facts line is printed)
+#   bench/h200.sh attention   bench/attention.py (Choreo FlashAttention against torch SDPA) and
+#                             tests/test_attention.py on the GPU
 #   bench/h200.sh bench       bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
 #                             (each alone: gemm, copy, compile)
 #   bench/h200.sh dask        the Dask sweep tests (`pytest -m gpu tests/test_tuning_dask.py`) and
@@ -39,12 +41,16 @@ run_mode() {
     gemm) timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log" ;;
     copy) timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log" ;;
     compile) timeout 120 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log" ;;
+    attention)
+        gpu_tests tests/test_attention.py
+        timeout 400 python3 bench/attention.py --dtypes f16 bf16 2>&1 | tee "$out/attention.log"
+        ;;
     bench) run_mode gemm && run_mode copy && run_mode compile ;;
     dask)
         gpu_tests tests/test_tuning_dask.py
         timeout 300 python3 bench/sweep_dask.py 2>&1 | tee "$out/sweep_dask.log"
         ;;
-    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, copy, compile, bench, dask)" >&2; return 2 ;;
+    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, copy, compile, attention, bench, dask)" >&2; return 2 ;;
     esac
 }
 

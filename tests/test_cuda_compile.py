@@ -132,6 +132,29 @@ def test_alternating_accumulators_keep_one_mma_running_across_iterations() -> No
     assert cuda.count("choreo::wgmma_wait_group<0>();") == 1  # 'hi' after the loop: nothing left to run
 
 
+def test_a_future_waited_in_the_next_iteration_leaves_the_later_mma_running() -> None:
+    cuda = emitted_for("wgmma_wait_across_iterations.co")
+    # `qk` is issued at the end of an iteration and waited in the next, after that iteration's `pv`.
+    assert cuda.count("choreo::wgmma_wait_group<1>();  // 'qk' is complete; 1 later MMA group(s)") == 2
+    assert cuda.count("choreo::wgmma_wait_group<0>();  // 'pv' is complete") == 2
+
+
+def test_apply_and_reductions_follow_the_accumulator_layout() -> None:
+    cuda = emitted_for("fragments_row_softmax.co")
+    assert "choreo::reduce_rows<choreo::MaxOf, 64, 1>(top, s);" in cuda
+    assert "choreo::reduce_rows<choreo::SumOf, 64, 1>(total, s);" in cuda
+    assert "s[s_element] = -choreo::infinity();" in cuda
+    assert "total[choreo::fragment_row_register<64>(s_element_3)]" in cuda
+    assert "rows warp * 16 + lane / 4 and + 8 of each 64-row tile" in cuda
+
+
+def test_a_fragment_is_wgmma_operand_a_from_registers() -> None:
+    cuda = emitted_for("wgmma_register_operand.co")
+    assert "choreo::wgmma_m64n64k16_f32_f16_b_nmajor_rs(o, s_f16 + k_step_2 * 4," in cuda
+    assert "choreo::convert_fragment<choreo::f16>(s_f16, s);" in cuda
+    assert "choreo::packed_element<choreo::f16>(p, p_element) = choreo::to_f16(" in cuda
+
+
 def test_a_128_row_accumulator_is_two_m64_fragments() -> None:
     cuda = emitted_for("acc_block_level_m128.co")
     assert "float acc[64];  // 128x64 f32: 2 m64n64 fragment(s) per warpgroup" in cuda

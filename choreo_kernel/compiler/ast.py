@@ -445,6 +445,28 @@ class ExprStmt(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class Apply(Stmt):
+    """`apply {i, j} in acc.span stmt`: `stmt` once for each logical element (i, j) of an accumulator or
+    fragment; where the registers of each element live is the compiler's business."""
+
+    variables: BoundVars
+    target: Expr  # `acc.span`
+    body: Stmt
+
+
+FRAGMENT_OPS = ("reduce_max", "reduce_sum", "copy")  # the statement calls of FragmentOp
+
+
+@dataclass(frozen=True, eq=False)
+class FragmentOp(Stmt):
+    """`reduce_max(m, acc, 1);`, `reduce_sum(l, acc, 1);`, `copy(dst, src);`: whole-fragment register work."""
+
+    name: str
+    name_span: Span
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class Return(Stmt):
     value: Expr | None
 

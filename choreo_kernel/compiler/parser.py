@@ -7,6 +7,7 @@ in one does not hide the diagnostics of the others.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -552,8 +553,20 @@ class _AstBuilder(Transformer[Token, Any]):
             return ast.OperationStmt(span, value, target if isinstance(target, ast.Name) else None)
         return ast.Assign(span, target, str(op), value)
 
-    def expr_stmt(self, meta: Any, children: list[Any]) -> ast.ExprStmt:
-        return ast.ExprStmt(self._span(meta), children[0])
+    def expr_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
+        expr = children[0]
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.callee, ast.Name)
+            and expr.callee.id in ast.FRAGMENT_OPS
+        ):
+            return ast.FragmentOp(self._span(meta), expr.callee.id, expr.callee.span, expr.args)
+        return ast.ExprStmt(self._span(meta), expr)
+
+    def apply_stmt(self, meta: Any, children: list[Any]) -> ast.Apply:
+        variables, target, body = children
+        span = self._span(meta)
+        return ast.Apply(span, variables, target, _as_statement(body, span))
 
     def return_stmt(self, meta: Any, children: list[Any]) -> ast.Return:
         return ast.Return(self._span(meta), children[0])
@@ -630,7 +643,9 @@ class _AstBuilder(Transformer[Token, Any]):
         value, indices = children
         return ast.Index(self._span(meta), value, indices)
 
-    def name(self, meta: Any, children: list[Any]) -> ast.Name:
+    def name(self, meta: Any, children: list[Any]) -> ast.Name | ast.FloatLiteral:
+        if children[0] == "inf":  # `-inf` is the negation of this float infinity
+            return ast.FloatLiteral(self._span(meta), math.inf, True)
         return self._name(children[0])
 
     def int_literal(self, meta: Any, children: list[Any]) -> ast.IntLiteral:

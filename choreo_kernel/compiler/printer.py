@@ -61,6 +61,8 @@ def _int(expr: ast.IntLiteral) -> str:
 
 
 def _float(expr: ast.FloatLiteral) -> str:
+    if expr.value == float("inf"):
+        return "inf"
     return f"{expr.value!r}f" if expr.single else repr(expr.value)
 
 
@@ -246,6 +248,8 @@ STATEMENTS: dict[type[ast.Stmt], Callable[[Any], str]] = {
     ast.Sync: lambda s: f"sync.{s.kind}",
     ast.Assign: lambda s: f"{expression(s.target)} {s.op} {expression(s.value)}",
     ast.ExprStmt: lambda s: expression(s.expr),
+    ast.Apply: lambda s: f"apply {_variables(s.variables)} in {expression(s.target)}",
+    ast.FragmentOp: lambda s: f"{s.name}({expressions(s.args)})",
     ast.Return: _return,
     ast.Break: lambda s: "break",
     ast.Continue: lambda s: "continue",
@@ -262,5 +266,15 @@ STATEMENTS: dict[type[ast.Stmt], Callable[[Any], str]] = {
     ast.Print: _print,
 }
 HEADS = frozenset(
-    {ast.Parallel, ast.Foreach, ast.ForeachRange, ast.With, ast.If, ast.While, ast.InThreads, ast.Block}
+    {
+        ast.Parallel,
+        ast.Foreach,
+        ast.ForeachRange,
+        ast.With,
+        ast.If,
+        ast.While,
+        ast.InThreads,
+        ast.Block,
+        ast.Apply,
+    }
 )

@@ -68,6 +68,13 @@ KEYWORDS = {
     "println": "`println(...)` is `print(...)` and a new line; `println!` prints at compile time (`%docs printing`).",
     "cooperative": "`parallel b by N : block<cooperative>` launches every block at once, so that "
     "`sync.barrier : block` can make the whole grid meet (`%docs control`, `%docs hints`).",
+    "frag": "`frag f32[64] m {-inf};` registers of a warpgroup laid out as an MMA accumulator: a row vector "
+    "[M] or a tile [M, N], read and written inside `apply` (`%docs mma`).",
+    "apply": "`apply {i, j} in acc.span acc.at(i, j) *= s.at(i);` a statement for every element of an "
+    "accumulator or fragment, at logical (i, j) (`%docs mma`).",
+    "reduce_max": "`reduce_max(m, acc, 1);` each row's maximum of a tile into a row vector (`%docs mma`).",
+    "reduce_sum": "`reduce_sum(l, acc, 1);` each row's sum of a tile into a row vector (`%docs mma`).",
+    "inf": "the float infinity; `-inf` starts a running maximum (`%docs mma`).",
 }
 
 OPERATIONS = {

@@ -32,6 +32,8 @@ Held = TypeVar("Held")
 
 LEAVES: frozenset[type[ast.Stmt]] = frozenset(
     {
+        ast.Apply,  # element-wise register work: nothing asynchronous inside (resolve/fragments.py)
+        ast.FragmentOp,
         ast.Asm,
         ast.Assign,
         ast.Break,

@@ -326,9 +326,10 @@ class Fragment(Value):
     """An MMA operand loaded with `mma.load`."""
 
     data: Data
+    registers: bool = False  # a `frag` buffer or a converted accumulator, in a warpgroup's registers
 
     def describe(self) -> str:
-        return f"mma operand fragment {self.data.describe()}"
+        return f"{'fragment' if self.registers else 'mma operand fragment'} {self.data.describe()}"
 
 
 @dataclass(frozen=True)

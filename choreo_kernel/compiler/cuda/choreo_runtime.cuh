@@ -963,6 +963,107 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride) {
   }
 }
 
+// ------------------------------------------------------------------------- register fragments
+// `frag` buffers, `apply`, `reduce_max` / `reduce_sum`, `copy` and `__to<T>(acc)` (compiler/cuda/fragments.py).
+// A [64 * Tiles, N] fragment uses the accumulator layout above: thread t of the warpgroup (warp w = t / 32,
+// lane l) holds, in register r, row tile * 64 + w * 16 + l / 4 + 8 * ((r % 4) / 2) and column
+// ((r % (N / 2)) / 4) * 8 + (l % 4) * 2 + r % 2, tile = r / (N / 2). So every row lives in the 4 lanes of one
+// quad (lanes 4q .. 4q + 3), each holding N / 4 of its columns; a row vector [64 * Tiles] keeps, in register
+// v = tile * 2 + h, the row tile * 64 + w * 16 + l / 4 + 8 * h, the same in all 4 lanes of the quad.
+// 16-bit fragments pack two adjacent columns into one 32-bit register (r / 2), as WGMMA's A operand wants.
+// `inf`: the float infinity, by its bits (NVRTC compiles without math.h's INFINITY).
+CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
+
+template <int N> CHOREO_DEVICE int fragment_row(int r) {
+  const int rank = threadIdx.x % 128;
+  return r / (N / 2) * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
+}
+template <int N> CHOREO_DEVICE int fragment_column(int r) {
+  return r % (N / 2) / 4 * 8 + threadIdx.x % 4 * 2 + r % 2;
+}
+template <int N> CHOREO_DEVICE constexpr int fragment_row_register(int r) { return r / (N / 2) * 2 + r % 4 / 2; }
+CHOREO_DEVICE int vector_row(int v) {
+  const int rank = threadIdx.x % 128;
+  return v / 2 * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);
+}
+
+// One 16-bit element of a packed register, read and written as T (f16 or bf16).
+template <class T> struct PackedElement {
+  unsigned& reg;
+  int shift;
+  CHOREO_DEVICE operator T() const { return T{static_cast<unsigned short>(reg >> shift)}; }
+  CHOREO_DEVICE PackedElement& operator=(T value) {
+    reg = (reg & ~(0xffffu << shift)) | (static_cast<unsigned>(value.bits) << shift);
+    return *this;
+  }
+};
+template <class T, int R> CHOREO_DEVICE PackedElement<T> packed_element(unsigned (&regs)[R], int r) {
+  return PackedElement<T>{regs[r / 2], 16 * (r % 2)};
+}
+CHOREO_DEVICE float to_f32(PackedElement<f16> value) { return to_f32(static_cast<f16>(value)); }
+CHOREO_DEVICE float to_f32(PackedElement<bf16> value) { return to_f32(static_cast<bf16>(value)); }
+
+CHOREO_DEVICE unsigned pack(f16 lo, f16 hi) { return lo.bits | (static_cast<unsigned>(hi.bits) << 16); }
+CHOREO_DEVICE unsigned pack(bf16 lo, bf16 hi) { return lo.bits | (static_cast<unsigned>(hi.bits) << 16); }
+CHOREO_DEVICE f16 narrow(float value, f16) { return to_f16(value); }
+CHOREO_DEVICE bf16 narrow(float value, bf16) { return to_bf16(value); }
+
+// `frag T[...] x {v};`
+template <int R> CHOREO_DEVICE void fill_fragment(float (&regs)[R], float value) { fill_accumulator(regs, value); }
+template <class T, int R> CHOREO_DEVICE void fill_fragment(unsigned (&regs)[R], float value) {
+  const T element = narrow(value, T{});
+#pragma unroll
+  for (int i = 0; i < R; ++i) regs[i] = pack(element, element);
+}
+
+// `copy(dst, src)` / `__to<T>(acc)`: the same elements, converted (f32 -> 16-bit packs two per register).
+template <int R> CHOREO_DEVICE void copy_fragment(float (&dst)[R], const float (&src)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) dst[i] = src[i];
+}
+template <int R> CHOREO_DEVICE void copy_fragment(unsigned (&dst)[R], const unsigned (&src)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) dst[i] = src[i];
+}
+template <class T, int R> CHOREO_DEVICE void convert_fragment(unsigned (&dst)[R], const float (&src)[2 * R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) dst[i] = pack(narrow(src[2 * i], T{}), narrow(src[2 * i + 1], T{}));
+}
+template <class T, int R> CHOREO_DEVICE void convert_fragment(float (&dst)[2 * R], const unsigned (&src)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    dst[2 * i] = to_f32(T{static_cast<unsigned short>(src[i])});
+    dst[2 * i + 1] = to_f32(T{static_cast<unsigned short>(src[i] >> 16)});
+  }
+}
+
+// `reduce_max(rows, acc, 1)` / `reduce_sum(...)`: each thread combines its N / 4 columns of each of its rows,
+// then the 4 lanes of the quad that share the row exchange partial results (shfl.xor 1, then 2), so every
+// lane of the quad ends with the whole row's value.
+struct MaxOf {
+  CHOREO_DEVICE static float start() { return -infinity(); }
+  CHOREO_DEVICE static float combine(float a, float b) { return fmaxf(a, b); }
+};
+struct SumOf {
+  CHOREO_DEVICE static float start() { return 0.0f; }
+  CHOREO_DEVICE static float combine(float a, float b) { return a + b; }
+};
+template <class Op, int N, int Tiles>
+CHOREO_DEVICE void reduce_rows(float (&rows)[2 * Tiles], const float (&acc)[Tiles * N / 2]) {
+#pragma unroll
+  for (int v = 0; v < 2 * Tiles; ++v) {
+    float value = Op::start();
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+      const int r = v / 2 * (N / 2) + j * 4 + v % 2 * 2;
+      value = Op::combine(value, Op::combine(acc[r], acc[r + 1]));
+    }
+    value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, 1));
+    value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, 2));
+    rows[v] = value;
+  }
+}
+
 // ------------------------------------------------------------------------- warp specialization
 
 // setmaxnreg.dec.sync.aligned.u32 N: this warpgroup keeps N registers per thread and gives the rest back

@@ -7,6 +7,7 @@ lowerings (tma.py, wgmma.py), which need only what is here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast, printer
@@ -22,7 +23,14 @@ from choreo_kernel.compiler.cuda.roles import elected_paths
 from choreo_kernel.compiler.cuda.rotations import Rotations, rotation_groups
 from choreo_kernel.compiler.cuda.swizzles import shared_swizzles
 from choreo_kernel.compiler.cuda.threads import Group, KernelThreads
-from choreo_kernel.compiler.cuda.views import Lowered, LoweringError, View, buffer, element_count
+from choreo_kernel.compiler.cuda.views import (
+    AccumulatorRegisters,
+    Lowered,
+    LoweringError,
+    View,
+    buffer,
+    element_count,
+)
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
 from choreo_kernel.compiler.semantics.levels import Storage
 
@@ -106,6 +114,8 @@ class KernelContext:
         }
         self.swizzles = shared_swizzles(info, kernel)
         self.rotations = Rotations(rotation_groups(info, kernel))  # futures that swap/rotate move
+        # WGMMA's A from registers, where the operand is a fragment (set by cuda/fragments.py)
+        self.register_operand: Callable[[ast.Expr], AccumulatorRegisters | None] = lambda expr: None
         self.in_elected_path = False  # inside a path that one elected thread per instance runs
         # What the control statements (control.py) found: the grid barrier parameter where the kernel
         # syncs its grid, printf calls, yields, and the named barriers with the ids known.
@@ -207,4 +217,8 @@ class KernelContext:
             return
         root = root_name(target)
         if root is not None and id(root) in self.info.symbol_of:
-            self.written.add(self.info.symbol_of[id(root)])
+            symbol = self.info.symbol_of[id(root)]
+            self.written.add(symbol)
+            declaration = symbol.declaration
+            if isinstance(declaration, ast.Assign) and declaration.target is not root:
+                self.note_written(declaration.value)  # `O_head = O.subspan(...)`: writing O_head writes O

@@ -7,7 +7,7 @@ a shared buffer, a loop variable with its bound), so scoping follows the front e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS
@@ -19,12 +19,14 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.device_calls import DeviceCallExpressions
 from choreo_kernel.compiler.cuda.selection import FactorCheck, lower_select
 from choreo_kernel.compiler.cuda.views import (
+    AccumulatorRegisters,
     BufferSlots,
     FutureValue,
     IndexTuple,
     Lowered,
     LoweringError,
     Operand,
+    RowRegisters,
     ShapeValue,
     TilingView,
     View,
@@ -44,6 +46,10 @@ class Expressions(DeviceCallExpressions):
         self.info = info
         self.bindings = bindings
         self.check_select: FactorCheck | None = None  # how a kernel checks a select factor at run time
+        # `x.at(i, j)` of a register fragment inside an apply (set by cuda/fragments.py)
+        self.register_element: Callable[[AccumulatorRegisters | RowRegisters, ast.Method], Operand] | None = (
+            None
+        )
         self._declared: dict[tuple[int, str], Symbol] = {}  # (id(declaring node), name) -> symbol
         for symbol in (*info.symbol_of.values(), *info.events):
             self._declared.setdefault((id(symbol.declaration), symbol.name), symbol)
@@ -155,6 +161,8 @@ class Expressions(DeviceCallExpressions):
         return Operand(cexpr.raw(f"{expr.value}{suffix}"), literal)
 
     def _FloatLiteral(self, expr: ast.FloatLiteral) -> Lowered:
+        if expr.value == float("inf"):  # `inf` (NVRTC has no math.h INFINITY)
+            return Operand(cexpr.raw("choreo::infinity()"), "f32")
         text = repr(expr.value)
         return Operand(cexpr.raw(f"{text}f"), "f32") if expr.single else Operand(cexpr.raw(text), "f64")
 
@@ -361,6 +369,8 @@ class Expressions(DeviceCallExpressions):
     def _Method(self, expr: ast.Method) -> Lowered:
         base = self.value(expr.value)
         name, args = expr.name, expr.args
+        if isinstance(base, AccumulatorRegisters | RowRegisters) and name == "at" and self.register_element:
+            return self.register_element(base, expr)  # inside an apply (cuda/fragments.py)
         if isinstance(base, TilingView):
             if name == "step":
                 return TilingView(base.view, base.extents, self.integers(args), base.tail)

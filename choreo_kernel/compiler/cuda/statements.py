@@ -21,6 +21,7 @@ from choreo_kernel.compiler.cuda.bound_variables import BoundVariables
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.control import ControlStatements
 from choreo_kernel.compiler.cuda.device_statements import DeviceStatements
+from choreo_kernel.compiler.cuda.fragments import Fragments
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import plan_roles
 from choreo_kernel.compiler.cuda.threads import GRID_AXES, THREAD_GROUP, Group
@@ -59,6 +60,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
         self.roles = plan_roles(info, kernel, self.threads)
         self.tma = Tma(self)
         self.mma = Mma(self)
+        self.fragments = Fragments(self)
         self.device = DeviceStatements(self)
 
     # ------------------------------------------------------------------ the kernel
@@ -228,6 +230,16 @@ class KernelEmitter(ControlStatements, BoundVariables):
         with self.out.block(heads[0]):
             self._nested_loops(heads[1:], body)
 
+    def _Apply(self, stmt: ast.Apply, tail: bool) -> None:
+        self.fragments.apply(
+            stmt,
+            lambda indices: self.bind_elements(stmt, stmt.variables, indices),
+            lambda: self._body(stmt.body, False),
+        )
+
+    def _FragmentOp(self, stmt: ast.FragmentOp, tail: bool) -> None:
+        self.fragments.operation(stmt)
+
     def _ForeachRange(self, stmt: ast.ForeachRange, tail: bool) -> None:
         self.out.source(stmt)
         heads = []
@@ -299,6 +311,9 @@ class KernelEmitter(ControlStatements, BoundVariables):
     # ------------------------------------------------------------------ declarations
 
     def _BufferDecl(self, stmt: ast.BufferDecl, tail: bool) -> None:
+        if stmt.storage == "frag":
+            self._bind(stmt, self.fragments.declare(stmt))
+            return
         storage = self.info.storage_of[id(stmt)]
         dims = self.expressions.dims(stmt.shape)
         counts = tuple(self.expressions.integer(d) for d in stmt.array_dims)
@@ -421,8 +436,8 @@ class KernelEmitter(ControlStatements, BoundVariables):
         self.note_written(target)
         store = self._store(lvalue, stmt.op, self.expressions.operand(stmt.value)) + ";"
         group = self._group(stmt)
-        if lvalue.storage == Storage.LOCAL or group.level == Level.THREAD:
-            self.out.line(store)
+        if lvalue.storage == Storage.LOCAL or group.level == Level.THREAD or self.fragments.visit is not None:
+            self.out.line(store)  # inside an apply, each thread writes the elements it owns
             return
         self.out.line(f"if ({group.leader.text}) {store}  // once per {group.level} instance")
         barrier = group.barrier()

@@ -283,6 +283,24 @@ class AccumulatorRegisters:
 
 
 @dataclass(frozen=True)
+class RowRegisters:
+    """A row vector fragment (`frag f32[64] m;`): in each thread, the 2 rows of each 64-row tile its quad owns."""
+
+    name: CExpr
+    rows: int
+
+    @property
+    def tiles(self) -> int:
+        return self.rows // 64
+
+    @property
+    def registers(self) -> int:
+        return 2 * self.tiles
+
+    c_type = "float"
+
+
+@dataclass(frozen=True)
 class IndexTuple:
     """A bounded ituple (`index` of `with index = {x, y} in [4, 8]`): one bounded integer per element; in
     an index list it stands for all of them."""
@@ -299,5 +317,6 @@ Lowered = (
     | BufferSlots
     | FutureValue
     | AccumulatorRegisters
+    | RowRegisters
     | IndexTuple
 )

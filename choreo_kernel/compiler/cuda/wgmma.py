@@ -24,7 +24,7 @@ read by descriptor (the tile must not change before that MMA, as in any WGMMA pr
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
@@ -52,6 +52,7 @@ class Instruction:
     operand: str  # the Choreo element type of A and B
     a_mn_major: bool
     b_mn_major: bool
+    a_registers: bool = False  # A from registers (RS): a 16-bit fragment, in the accumulator layout
 
     @property
     def k(self) -> int:
@@ -69,6 +70,7 @@ class Instruction:
     @property
     def name(self) -> str:
         majors = ("_a_mmajor" if self.a_mn_major else "") + ("_b_nmajor" if self.b_mn_major else "")
+        majors += "_rs" if self.a_registers else ""
         return f"wgmma_m64n{self.n}k{self.k}_{self.accumulator}_{PTX_TYPES[self.operand]}{majors}"
 
 
@@ -81,27 +83,38 @@ def wrapper(instruction: Instruction) -> str:
     register_lines = [
         ", ".join(registers[i : i + REGISTERS_PER_LINE * 2]) for i in range(0, count, REGISTERS_PER_LINE * 2)
     ]
+    rs = instruction.a_registers
+    a_count = 4 if rs else 1  # RS: A's m64k16 slice is 4 registers of packed pairs per thread
     transposes = (
-        f", {int(instruction.a_mn_major)}, {int(instruction.b_mn_major)}"
+        f", {int(instruction.b_mn_major)}"
+        if rs
+        else f", {int(instruction.a_mn_major)}, {int(instruction.b_mn_major)}"
         if ELEMENT_BYTES[instruction.operand] == 2
         else ""
     )
     a_major = "M-major: [K, M]" if instruction.a_mn_major else "K-major: [M, K]"
     b_major = "N-major: [K, N]" if instruction.b_mn_major else "K-major: [N, K]"
+    a_text = (
+        "A from 4 registers of each thread (the accumulator layout, f16 pairs)"
+        if rs
+        else f"A ({a_major}) from shared memory through its descriptor"
+    )
+    a_operand = "{" + ", ".join(f"%{count + i}" for i in range(a_count)) + "}" if rs else f"%{count}"
     lines = [
         f"// {instruction.ptx}: acc ({count} {c_type} registers per thread) += A * B,",
-        f"// A ({a_major}) and B ({b_major}) read from shared memory through their descriptors.",
-        f"CHOREO_DEVICE void {instruction.name}({c_type}* acc, unsigned long long a, unsigned long long b) {{",
+        f"// {a_text}, B ({b_major}) from shared memory through its descriptor.",
+        f"CHOREO_DEVICE void {instruction.name}({c_type}* acc, "
+        f"{'const unsigned* a' if rs else 'unsigned long long a'}, unsigned long long b) {{",
         "  asm volatile(",
         '      "{\\n.reg .pred accumulate;\\n"',
-        f'      "setp.ne.b32 accumulate, %{count + 2}, 0;\\n"',
+        f'      "setp.ne.b32 accumulate, %{count + a_count + 1}, 0;\\n"',
         f'      "{instruction.ptx} "',
         '      "{"',
         *(
             f'      "{line}{", " if index < len(register_lines) - 1 else ""}"'
             for index, line in enumerate(register_lines)
         ),
-        f'      "}}, %{count}, %{count + 1}, accumulate, 1, 1{transposes};\\n}}\\n"',
+        f'      "}}, {a_operand}, %{count + a_count}, accumulate, 1, 1{transposes};\\n}}\\n"',
     ]
     outputs = [f'"{constraint}"(acc[{i}])' for i in range(count)]
     output_lines = [
@@ -112,7 +125,8 @@ def wrapper(instruction: Instruction) -> str:
         f"        {line}{',' if index < len(output_lines) - 2 else ''}"
         for index, line in enumerate(output_lines[1:])
     )
-    lines.append('      : "l"(a), "l"(b), "r"(1));')
+    a_inputs = ", ".join(f'"r"(a[{i}])' for i in range(a_count)) if rs else '"l"(a)'
+    lines.append(f'      : {a_inputs}, "l"(b), "r"(1));')
     lines.append("}")
     return "\n".join(lines)
 
@@ -246,8 +260,16 @@ class Mma:
         emitter, out = self.emitter, self.emitter.out
         args = stmt.operation.args
         accumulator = self._accumulator(args[0])
-        a, b = emitter.expressions.view(args[1]), emitter.expressions.view(args[2])
-        rows, k = self._extents(a, a_mn_major, "a", args[1])
+        registers = emitter.register_operand(args[1])  # RS: A from a fragment (cuda/fragments.py)
+        b = emitter.expressions.view(args[2])
+        a = b if registers is not None else emitter.expressions.view(args[1])
+        if registers is not None:
+            if a_mn_major:
+                raise LoweringError("an A operand from registers is [M, K]: 'mma.row.*'", stmt)
+            rows, k = registers.rows, registers.columns
+            a = replace(b, elem=registers.elem)
+        else:
+            rows, k = self._extents(a, a_mn_major, "a", args[1])
         columns, k_b = self._extents(b, b_mn_major, "b", args[2])
         if (rows, columns) != (accumulator.rows, accumulator.columns) or k != k_b:
             raise LoweringError(
@@ -259,7 +281,9 @@ class Mma:
             raise LoweringError(
                 f"WGMMA in this lowering takes {', '.join(PTX_TYPES)} operands, not {a.elem}", stmt
             )
-        instruction = Instruction(columns, accumulator.elem, a.elem, a_mn_major, b_mn_major)
+        instruction = Instruction(
+            columns, accumulator.elem, a.elem, a_mn_major, b_mn_major, registers is not None
+        )
         if k % instruction.k:
             raise LoweringError(
                 f"K = {k} is not a multiple of the instruction's K step {instruction.k}", stmt
@@ -279,12 +303,17 @@ class Mma:
             target = cexpr.add(
                 target, cexpr.multiply(cexpr.name(tile), cexpr.const(accumulator.registers // tiles))
             )
+        a_operand = f"choreo::wgmma_descriptor<{a.swizzle}>({a_start.text})"
+        if registers is not None:  # 4 registers per K step, K / 4 per 64-row tile
+            a_operand = _register_slice(registers, step, tile).text
         call = (
-            f"choreo::{instruction.name}({target.text}, choreo::wgmma_descriptor<{a.swizzle}>({a_start.text}), "
+            f"choreo::{instruction.name}({target.text}, {a_operand}, "
             f"choreo::wgmma_descriptor<{b.swizzle}>({b_start.text}));"
         )
         name = accumulator.name.text
         out.line(f"choreo::wgmma_fence_operand({name});")
+        if registers is not None:
+            out.line(f"choreo::wgmma_fence_operand({registers.name.text});  // A, from registers")
         out.line(
             "choreo::wgmma_fence();  // the accumulator and the operand tiles are ready for the tensor cores"
         )
@@ -392,6 +421,16 @@ def _advance(view: View, mn_major: bool, step: str | None, k: int, tile: str | N
         start = cexpr.add(start, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
     if tile is not None:
         start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
+    return start
+
+
+def _register_slice(registers: AccumulatorRegisters, step: str | None, tile: str | None) -> CExpr:
+    """The first of the 4 registers that one m64k16 instruction reads of an A fragment."""
+    start = registers.name
+    if tile is not None:
+        start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(registers.columns // 4)))
+    if step is not None:
+        start = cexpr.add(start, cexpr.multiply(cexpr.name(step), cexpr.const(4)))
     return start
 
 

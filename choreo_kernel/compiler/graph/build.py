@@ -403,6 +403,8 @@ STATEMENTS: dict[type[ast.Stmt], str] = {  # each kind of statement and the buil
     ast.ExprStmt: "_expr_statement",
     **dict.fromkeys(
         (
+            ast.Apply,
+            ast.FragmentOp,
             ast.Assign,
             ast.BufferDecl,
             ast.ScalarDecl,

@@ -26,6 +26,7 @@ from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget
 from choreo_kernel.runtime.sim.frames import Frame, read
 from choreo_kernel.runtime.sim.operations import Fragment, Operation
+from choreo_kernel.runtime.sim.registers import NO_ELEMENTS, RegisterElement, is_register
 from choreo_kernel.runtime.sim.values import BoundedTuple, Buffer, IntTuple, Slots, TupleOf
 from choreo_kernel.runtime.sim.views import Bounded, Element, Tiling, View, Window
 
@@ -333,6 +334,8 @@ class Evaluator(DeviceEvaluation):
                 return base.view.tile(base.extents, base.steps, self._indices(args, frame))
         if isinstance(base, Window) and name == "from":
             return base.view.window(base.extents, self._indices(args, frame), base.strides)
+        if name == "at" and is_register(base):  # an element of a fragment, inside an apply (fragments.py)
+            return RegisterElement(NO_ELEMENTS, 0, base, tuple(self._indices(args, frame)))
         view = self.as_view(base, frame)
         if name in ("at", "data"):
             return view.at(self._indices(args, frame))

@@ -37,6 +37,7 @@ from choreo_kernel.runtime.sim.device_library import DeviceLibrary
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget, EventWait, Need
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
+from choreo_kernel.runtime.sim.fragments import Fragments
 from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope, read
 from choreo_kernel.runtime.sim.instances import instances
 from choreo_kernel.runtime.sim.issue import Issuer, futures
@@ -102,6 +103,7 @@ class Interpreter(ControlStatements):
         self.filename = filename
         self.evaluator = Evaluator(device)
         self.issuer = Issuer(info, self.evaluator)
+        self.fragments = Fragments(info, self.evaluator)
         self.sites = trigger_sites(info.function.body, info.event_named)
         self._simple: dict[type, Callable[[Any, Frame], Leaving | None]] = {
             kind: getattr(self, name) for kind, name in self.SIMPLE.items()
@@ -120,6 +122,7 @@ class Interpreter(ControlStatements):
         ast.TupleDecl: "_shape_decl",
         ast.Assign: "_assign",
         ast.ExprStmt: "_expr_stmt",
+        ast.FragmentOp: "_fragment_op",
         ast.OperationStmt: "_operation",
         ast.Trigger: "_trigger",
         ast.Return: "_return",
@@ -136,6 +139,7 @@ class Interpreter(ControlStatements):
         ast.Block: "_body",
         ast.Parallel: "_parallel",
         ast.Foreach: "_foreach",
+        ast.Apply: "_apply",
         ast.ForeachRange: "_foreach_range",
         ast.With: "_with",
         ast.If: "_if",
@@ -260,6 +264,9 @@ class Interpreter(ControlStatements):
     # ---- declarations and assignments
 
     def _buffer_decl(self, stmt: ast.BufferDecl, frame: Frame) -> None:
+        if stmt.storage == "frag":
+            self.fragments.declare(stmt, frame)
+            return
         per_thread = self.info.storage_of[id(stmt)] == Storage.LOCAL
         slots = self.evaluator.ints(stmt.array_dims, frame)
         shape = [frame.block.threads] * per_thread + slots + self.evaluator.ints(stmt.shape, frame)
@@ -514,6 +521,13 @@ class Interpreter(ControlStatements):
                 if not lanes.size:
                     break
         return left.out_of_loop() if left is not None else None
+
+    def _apply(self, stmt: ast.Apply, frame: Frame) -> Run:
+        self._step()
+        return (yield from self.fragments.apply(stmt, frame, self._body))
+
+    def _fragment_op(self, stmt: ast.FragmentOp, frame: Frame) -> None:
+        self.fragments.operation(stmt, frame)
 
     def _foreach(self, stmt: ast.Foreach, frame: Frame) -> Run:
         bounds = self.evaluator.extents(stmt.extent, frame)

@@ -33,6 +33,7 @@ from choreo_kernel.runtime.sim.operations import (
     placeholder,
     store_accumulators,
 )
+from choreo_kernel.runtime.sim.registers import converted
 from choreo_kernel.runtime.sim.views import View, compact_strides
 
 
@@ -60,7 +61,7 @@ class Issuer:
             fragments = (
                 [Fragment(tile.copy()) for tile in tiles] if view.varying else [Fragment(tiles.copy())]
             )
-            result = _per_lane(fragments, group)
+            result = per_lane(fragments, group)
         elif words[0] == "store":
             accumulators = self._accumulators(operation.args[0], at, group)
             store_accumulators(accumulators, self.evaluator.view(operation.args[1], at))
@@ -125,7 +126,7 @@ class Issuer:
         if stmt.result is not None:  # acc = mma.fill.f32 0.0f: a new accumulator per instance
             fill = plain(self.evaluator.value(args[0], at))
             elem = words[1] if len(words) > 1 else None
-            return _per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
+            return per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
         fill = plain(self.evaluator.value(args[1], at))
         for accumulator in self._accumulators(args[0], at, group):
             accumulator.reset(fill)
@@ -147,6 +148,10 @@ class Issuer:
         return result
 
     def _operand(self, expr: ast.Expr, at: Frame) -> View | Fragment | list[Fragment]:
+        if isinstance(expr, ast.Cast):  # `__to<f16>(acc)`: the accumulator, converted (as registers)
+            value = self.evaluator.value(expr.operand, at)
+            items = list(value) if isinstance(value, np.ndarray) else [value]
+            return [converted(item, expr.type_name) for item in items]
         value = self.evaluator.raw(expr, at)
         if isinstance(value, Fragment):
             return value
@@ -170,7 +175,7 @@ def futures(value: Any) -> list[Operation]:
     return items
 
 
-def _per_lane(objects: list[Any], group: Instances) -> Any:
+def per_lane(objects: list[Any], group: Instances) -> Any:
     """One object per instance, as each active thread sees it: its own instance's."""
     if len(objects) == 1:
         return objects[0]

@@ -155,6 +155,14 @@ class ResolverBase:
         if not isinstance(value, (Scalar, Bounded, Unknown)):
             self.error(f"a condition must be a scalar, got {value.describe()}", expr.span)
 
+    def _register_member(
+        self, base: Value, name: str, expr: ast.Member | ast.Method, args: tuple[ast.Expr, ...] | None
+    ) -> Value:
+        raise NotImplementedError  # `.span` / `.at` of an accumulator or a fragment: resolve/fragments.py
+
+    def _converted(self, value: Value, expr: ast.Cast) -> Value:
+        raise NotImplementedError  # `__to<T>(fragment)`: resolve/fragments.py
+
     def _shape_dims(self, shape: Sequence[ast.Expr]) -> tuple[Dim, ...]:
         dims: list[Dim] = []
         for item in shape:

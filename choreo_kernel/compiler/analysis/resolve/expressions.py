@@ -11,11 +11,13 @@ from choreo_kernel.compiler.analysis.values import (
     FLOAT_TYPES,
     INT_TYPES,
     UNKNOWN,
+    Accumulator,
     Bounded,
     BoundedTuple,
     Builtin,
     Data,
     Dim,
+    Fragment,
     ITuple,
     Scalar,
     Shape,
@@ -82,6 +84,8 @@ class ExpressionRules(DeviceRules, SelectionRules):
 
     def _expr_Cast(self, expr: ast.Cast) -> Value:
         value = self._expr(expr.operand)
+        if isinstance(value, (Accumulator, Fragment)):
+            return self._converted(value, expr)  # resolve/fragments.py
         if not isinstance(value, (Scalar, Bounded, Unknown)):
             self.error(f"only scalars can be cast, got {value.describe()}", expr.operand.span)
         return Scalar(expr.type_name)

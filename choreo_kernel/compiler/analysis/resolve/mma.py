@@ -14,11 +14,13 @@ from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
     SUB_BYTE_BITS,
+    UNKNOWN,
     Accumulator,
     BufferArray,
     Data,
     Dim,
     Fragment,
+    Future,
     FutureInfo,
     Symbol,
     Tiling,
@@ -49,6 +51,8 @@ class MmaRules(ResolverBase):
             value = self._expr(args[0])
             if isinstance(value, Tiling):
                 value = value.tile()
+            if isinstance(value, Future) and value.is_data:  # `mma.load.frag lhs_s` of a copy's future
+                value = self._future_data(args[0]) or UNKNOWN
             if not isinstance(value, (Data, Unknown)):
                 self.error(f"'mma.load' loads spanned data, got {value.describe()}", args[0].span)
                 return None
@@ -219,6 +223,9 @@ class MmaRules(ResolverBase):
         value = self._expr(expr)
         if isinstance(value, Tiling):
             value = value.tile()
+        if isinstance(value, Future) and value.is_data:  # `mma.row.row acc, q_s, k_s` with q_s = dma.copy ...
+            data = self._future_data(expr)
+            value = data if data is not None else UNKNOWN
         if isinstance(value, Fragment):
             return value.data
         if isinstance(value, Data):

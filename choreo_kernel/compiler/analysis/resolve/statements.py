@@ -7,6 +7,7 @@ from choreo_kernel.compiler.analysis import levels
 from choreo_kernel.compiler.analysis.builtins import FUTURE_BUILTINS, is_device_effect
 from choreo_kernel.compiler.analysis.resolve.base import type_ref_text
 from choreo_kernel.compiler.analysis.resolve.control import ControlRules
+from choreo_kernel.compiler.analysis.resolve.fragments import FragmentRules
 from choreo_kernel.compiler.analysis.resolve.parameters import ParameterRules
 from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
 from choreo_kernel.compiler.analysis.scope import Context, LevelScope
@@ -38,7 +39,7 @@ from choreo_kernel.compiler.semantics.evaluate import constant
 from choreo_kernel.compiler.semantics.levels import Storage
 
 
-class StatementRules(ControlRules, TupleRules, ParameterRules):
+class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
     """Statements: declarations, storage, parallel levels, loops, control flow, waits and triggers."""
 
     def _stmt_Block(self, stmt: ast.Block, context: Context) -> None:
@@ -53,6 +54,9 @@ class StatementRules(ControlRules, TupleRules, ParameterRules):
             self._statement(stmt.inner, context)
 
     def _stmt_BufferDecl(self, stmt: ast.BufferDecl, context: Context) -> None:
+        if stmt.storage == "frag":
+            self._fragment_decl(stmt, context)
+            return
         storage = Storage.named(stmt.storage or "") or (
             Storage.GLOBAL
             if not context.in_parallel
@@ -388,6 +392,8 @@ class StatementRules(ControlRules, TupleRules, ParameterRules):
     def _stmt_Assign(self, stmt: ast.Assign, context: Context) -> None:
         value = self._expr(stmt.value)
         target = stmt.target
+        if not self.apply_assigns(stmt):
+            return
         if isinstance(target, ast.Name):
             symbol = self.scope.lookup(target.id)
             if symbol is None:

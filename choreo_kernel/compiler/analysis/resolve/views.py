@@ -8,6 +8,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve.tuples import IndexItem, TupleRules
 from choreo_kernel.compiler.analysis.values import (
     UNKNOWN,
+    Accumulator,
     Bounded,
     BufferArray,
     Data,
@@ -140,6 +141,8 @@ class ViewRules(TupleRules):
             return self._data_member(base.window(), name, expr, args)
         if isinstance(base, Data):
             return self._data_member(base, name, expr, args)
+        if isinstance(base, Accumulator) or (isinstance(base, Fragment) and base.registers):
+            return self._register_member(base, name, expr, args)  # resolve/fragments.py
         if isinstance(base, Fragment) and name == "span":
             return Shape(base.data.dims)
         if isinstance(base, Shape) and name == "span":

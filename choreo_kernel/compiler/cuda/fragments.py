@@ -1,0 +1,213 @@
+"""Register fragments on CUDA: `frag` buffers, `apply`, `reduce_max` / `reduce_sum`, `copy`, `__to<T>(acc)`.
+
+A [64 * t, N] fragment or accumulator is spread over the 128 threads of its warpgroup in WGMMA's
+accumulator layout (choreo_runtime.cuh, "register fragments"): each thread holds t * N / 2 elements,
+16-bit ones packed two to a register. A row vector [64 * t] holds the 2 * t rows a thread's quad owns.
+`apply {i, j} in x.span` becomes a fully unrolled loop over the thread's own registers, with i and j
+the logical row and column of each; the analysis made sure that the body touches no other element
+(resolve/fragments.py), so no thread needs another's registers. A row reduction combines a thread's
+columns and then the quad's 4 lanes with two shuffles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.context import KernelContext
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, Operand, RowRegisters
+from choreo_kernel.compiler.printer import expression
+from choreo_kernel.compiler.semantics.levels import Storage
+
+Registers = AccumulatorRegisters | RowRegisters
+REDUCTIONS = {"reduce_max": "choreo::MaxOf", "reduce_sum": "choreo::SumOf"}
+
+
+@dataclass(frozen=True)
+class _Visit:
+    """One apply's loop: the C variable of the register visited, and the tile shape (None for rows)."""
+
+    register: str
+    columns: int | None
+    rows: int
+
+
+class Fragments:
+    """Lowers the register-level statements of one kernel."""
+
+    def __init__(self, emitter: KernelContext) -> None:
+        self.emitter = emitter
+        self.visit: _Visit | None = None
+        emitter.expressions.register_element = self.element
+        emitter.register_operand = self.register_operand
+
+    # ------------------------------------------------------------------ declarations
+
+    def declare(self, stmt: ast.BufferDecl) -> Registers:
+        emitter = self.emitter
+        dims = [emitter.expressions.constant(d, f"a dimension of fragment '{stmt.name}'") for d in stmt.shape]
+        name = emitter.names.local(stmt.name)
+        registers: Registers
+        if len(dims) == 1:
+            registers = RowRegisters(cexpr.name(name), dims[0])
+            layout = f"rows {_row_text()} of each 64-row tile"
+        else:
+            registers = AccumulatorRegisters(cexpr.name(name), stmt.elem_type, dims[0], dims[1])
+            layout = "the WGMMA accumulator layout"
+        emitter.out.source(stmt)
+        emitter.out.line(
+            f"{registers.c_type} {name}[{registers.registers}];  // {stmt.elem_type} {dims}: {layout}, per thread"
+        )
+        if stmt.init is not None:
+            value = emitter.expressions.operand(stmt.init[0])
+            fill = elements.convert(value.expr, value.type, "f32")
+            emitter.out.line(f"choreo::fill_fragment{_packed_template(registers)}({name}, {fill.text});")
+        return registers
+
+    # ------------------------------------------------------------------ apply
+
+    def apply(self, stmt: ast.Apply, bind: Callable[[list[Operand]], None], body: Callable[[], None]) -> None:
+        emitter, out = self.emitter, self.emitter.out
+        if self.visit is not None:
+            raise LoweringError("'apply' does not nest", stmt)
+        target = stmt.target.value if isinstance(stmt.target, ast.Member) else stmt.target
+        registers = emitter.expressions.value(target)
+        if not isinstance(registers, (AccumulatorRegisters, RowRegisters)):
+            raise LoweringError("'apply' walks the elements of an accumulator or a fragment", stmt.target)
+        out.source(stmt)
+        register = emitter.names.fresh(f"{emitter.names.source(_text(target))}_element")
+        if isinstance(registers, AccumulatorRegisters):
+            columns = registers.columns
+            count = registers.tiles * columns // 2
+            out.line(
+                f"// each thread visits its {count} elements of the {registers.rows}x{columns} tile: rows "
+                f"{_row_text()} of each 64-row tile, columns (lane % 4) * 2 and + 1 of each 8-column group"
+            )
+            row = cexpr.raw(f"choreo::fragment_row<{columns}>({register})")
+            column = cexpr.raw(f"choreo::fragment_column<{columns}>({register})")
+            bound = [
+                Operand(row, "s32", cexpr.const(registers.rows)),
+                Operand(column, "s32", cexpr.const(columns)),
+            ]
+            visit = _Visit(register, columns, registers.rows)
+        else:
+            count = registers.registers
+            out.line(
+                f"// each thread visits its {count} rows ({_row_text()} of each 64-row tile), as its quad does"
+            )
+            row = cexpr.raw(f"choreo::vector_row({register})")
+            bound = [Operand(row, "s32", cexpr.const(registers.rows))]
+            visit = _Visit(register, None, registers.rows)
+        out.line("#pragma unroll")
+        with out.block(f"for (int {register} = 0; {register} < {count}; ++{register})"):
+            bind(bound)
+            self.visit = visit
+            try:
+                body()
+            finally:
+                self.visit = None
+
+    def element(self, base: Registers, expr: ast.Method) -> Operand:
+        """`acc.at(i, j)` / `m.at(i)` inside an apply: the register of this thread's current element."""
+        visit = self.visit
+        if visit is None:
+            raise LoweringError("the elements of a fragment are read and written inside 'apply'", expr)
+        if isinstance(base, RowRegisters):
+            if base.rows != visit.rows:
+                raise LoweringError(
+                    f"a row vector of {base.rows} rows in an apply over {visit.rows} rows", expr
+                )
+            index = (
+                cexpr.raw(visit.register)
+                if visit.columns is None
+                else cexpr.raw(f"choreo::fragment_row_register<{visit.columns}>({visit.register})")
+            )
+            return Operand(cexpr.raw(f"{base.name.text}[{index.text}]"), "f32", storage=Storage.LOCAL)
+        if visit.columns != base.columns or base.rows != visit.rows:
+            raise LoweringError(f"a {base.rows}x{base.columns} tile in an apply over another shape", expr)
+        if base.elem == "f32":
+            return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), "f32", storage=Storage.LOCAL)
+        c_type = elements.c_type(base.elem)
+        access = f"choreo::packed_element<{c_type}>({base.name.text}, {visit.register})"
+        return Operand(cexpr.raw(access), base.elem, storage=Storage.LOCAL)
+
+    # ------------------------------------------------------------------ whole fragments
+
+    def operation(self, stmt: ast.FragmentOp) -> None:
+        out = self.emitter.out
+        out.source(stmt)
+        if stmt.name == "copy":
+            target = self._registers(stmt.args[0])
+            out.line(self.convert(target, stmt.args[1]))
+            return
+        rows, tile = self._registers(stmt.args[0]), self._registers(stmt.args[1])
+        if (
+            not isinstance(rows, RowRegisters)
+            or not isinstance(tile, AccumulatorRegisters)
+            or tile.elem != "f32"
+        ):
+            raise LoweringError(f"'{stmt.name}' reduces an f32 tile into a row vector on CUDA", stmt)
+        out.line("// each row's N / 4 columns in this thread, then the 4 lanes of its quad (shfl.xor 1, 2)")
+        out.line(
+            f"choreo::reduce_rows<{REDUCTIONS[stmt.name]}, {tile.columns}, {tile.tiles}>"
+            f"({rows.name.text}, {tile.name.text});"
+        )
+
+    def convert(self, target: Registers, source: ast.Expr) -> str:
+        """`target = source` over whole fragments, where `source` may be `__to<T>(acc)`."""
+        if isinstance(source, ast.Cast):
+            source = source.operand
+        value = self._registers(source)
+        if type(value) is not type(target) or value.rows != target.rows:
+            raise LoweringError("'copy' needs fragments of the same shape", source)
+        if isinstance(target, AccumulatorRegisters) and isinstance(value, AccumulatorRegisters):
+            if target.columns != value.columns:
+                raise LoweringError("'copy' needs fragments of the same shape", source)
+            if target.c_type != value.c_type:
+                packed = target if target.c_type == "unsigned" else value
+                return (
+                    f"choreo::convert_fragment<{elements.c_type(packed.elem)}>"
+                    f"({target.name.text}, {value.name.text});"
+                )
+            if target.elem != value.elem:
+                raise LoweringError(f"'copy' of {value.elem} into {target.elem}: convert through f32", source)
+        return f"choreo::copy_fragment({target.name.text}, {value.name.text});"
+
+    def register_operand(self, expr: ast.Expr) -> AccumulatorRegisters | None:
+        """WGMMA's A from registers: a 16-bit fragment, or `__to<f16>(acc)` converted here into a new one."""
+        emitter = self.emitter
+        if isinstance(expr, ast.Cast):
+            value = emitter.expressions.value(expr.operand)
+            if not isinstance(value, AccumulatorRegisters):
+                return None
+            name = emitter.names.fresh(f"{emitter.names.source(_text(expr.operand))}_{expr.type_name}")
+            converted = AccumulatorRegisters(cexpr.name(name), expr.type_name, value.rows, value.columns)
+            emitter.out.line(f"{converted.c_type} {name}[{converted.registers}];  // {expression(expr)}")
+            emitter.out.line(self.convert(converted, expr))
+            return converted
+        value = emitter.expressions.value(expr)
+        if isinstance(value, AccumulatorRegisters) and value.elem in ("f16", "bf16"):
+            return value
+        return None
+
+    def _registers(self, expr: ast.Expr) -> Registers:
+        value = self.emitter.expressions.value(expr)
+        if not isinstance(value, (AccumulatorRegisters, RowRegisters)):
+            raise LoweringError("an accumulator or a fragment is needed here", expr)
+        return value
+
+
+def _packed_template(registers: Registers) -> str:
+    if isinstance(registers, AccumulatorRegisters) and registers.c_type == "unsigned":
+        return f"<{elements.c_type(registers.elem)}>"
+    return ""
+
+
+def _row_text() -> str:
+    return "warp * 16 + lane / 4 and + 8"
+
+
+def _text(expr: ast.Expr) -> str:
+    return expr.id if isinstance(expr, ast.Name) else "fragment"
