@@ -35,6 +35,8 @@ TYPE_ALIASES = {
     "f8": "f8_e4m3",
 }
 
+# The deepest syntax tree the passes take (C asks compilers for 127 nested blocks and 63 parentheses).
+MAX_NESTING = 128
 _OPERATION_PART = re.compile(r"([A-Za-z_]\w*)(?:<([^<>]*)>)?")
 
 _ASM_GOTO = "__asm__ goto is not supported (expected '__asm__' or '__asm__ volatile'): Choreo has no labels"
@@ -77,9 +79,30 @@ def parse(text: str, source_map: SourceMap, sink: DiagnosticSink, host_code: boo
             else:
                 sink.error(*describe_syntax_error(error, isolated, source_map, _terminals()))
             continue
+        deep = _too_deep(tree)
+        if deep is not None:  # every pass recurses on the tree: past this, Python's stack would not hold it
+            sink.error(
+                f"this nests statements and operators more than {MAX_NESTING} levels deep, which the compiler "
+                "does not take: give parts of it names (a variable for part of a long expression, a "
+                "function or fewer levels for the statements)",
+                builder._span(deep.meta),
+            )
+            continue
         functions.append(builder.transform(tree))
     end_line = text.count("\n") + 1
     return ast.Program(Span(1, 1, end_line, 1), tuple(functions))
+
+
+def _too_deep(tree: lark.Tree[Token]) -> lark.Tree[Token] | None:
+    """The first node nested deeper than `MAX_NESTING` (each operator of `1 + 1 + ...` is one level),
+    found without recursion."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return node
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
+    return None
 
 
 def _offset_span(text: str, start: int, end: int, source_map: SourceMap) -> Span:
@@ -682,10 +705,15 @@ def _unescape(text: str) -> str:
 
 
 def _parse_int(token: Token) -> tuple[int, bool]:
+    """The value and signedness of an integer literal; past 20 digits only that it is wider than 64 bits
+    matters (the analysis reports it), and `int` would refuse a decimal string of 4,301 digits."""
     text = str(token)
     digits = text.rstrip("uUlL")
     unsigned = "u" in text[len(digits) :].lower()
-    return int(digits, 16 if digits[:2].lower() == "0x" else 10), unsigned
+    hexadecimal = digits[:2].lower() == "0x"
+    if len(digits.lstrip("0")) > 20 and not hexadecimal:
+        return 1 << 64, unsigned  # a value that no 64-bit type holds
+    return int(digits, 16 if hexadecimal else 10), unsigned
 
 
 def _flatten(items: Iterable[Any]) -> Iterable[ast.Stmt]:

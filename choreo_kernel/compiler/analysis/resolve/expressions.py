@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.diagnostics import abbreviated
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS, BUILTINS, FUTURE_BUILTINS
 from choreo_kernel.compiler.analysis.resolve.device import DeviceRules
 from choreo_kernel.compiler.analysis.resolve.selection import SELECT, SelectionRules
@@ -49,7 +50,7 @@ class ExpressionRules(DeviceRules, SelectionRules):
             kind = "unsigned" if expr.unsigned else "signed"
             bounds = cint.literal_range(expr.unsigned, expr.text.lower().startswith("0x"))
             self.error(
-                f"{kind} integer literal '{expr.text or expr.value}' out of range {bounds}: it does not fit "
+                f"{kind} integer literal '{abbreviated(expr.text or str(expr.value))}' out of range {bounds}: it does not fit "
                 "in 64 bits",
                 expr.span,
             )
