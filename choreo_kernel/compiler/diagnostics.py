@@ -142,11 +142,26 @@ class ChoreoError(Exception):
         error.args = (message,)
         return error
 
-    def render(self) -> str:
+    def render(self, limit: int | None = None) -> str:
+        """Every diagnostic, or the first `limit` of them and a line that counts the others (a cell with
+        250,000 errors is not shown whole)."""
         if self.message:
             return self.message
         lines = source_lines(self.source)
-        return "\n".join(render_diagnostic(d, lines, self.filename) for d in self.diagnostics)
+        shown = self.diagnostics if limit is None else self.diagnostics[:limit]
+        rendered = [render_diagnostic(d, lines, self.filename) for d in shown]
+        rest = self.diagnostics[len(shown) :]
+        if rest:
+            errors = sum(d.severity == ERROR for d in rest)
+            counts = [
+                f"{count:,} {word}{'' if count == 1 else 's'}"
+                for count, word in ((errors, ERROR), (len(rest) - errors, WARNING))
+                if count
+            ]
+            rendered.append(
+                f"... and {' and '.join(counts)} more, {len(self.diagnostics):,} diagnostics in all"
+            )
+        return "\n".join(rendered)
 
     def __str__(self) -> str:
         return self.render()

@@ -80,7 +80,9 @@ def _end_of_previous_line(text: str, token: Token) -> tuple[int, int] | None:
     start = getattr(token, "start_pos", None)
     if start is None:
         return None
-    before = blank_comments(text[:start]).rstrip()
+    head = text[:start]
+    skipped = len(head) - len(head.lstrip())  # the blank lines that put the function where it is
+    before = (head[:skipped] + blank_comments(head[skipped:])).rstrip()
     if not before or "\n" not in text[len(before) : start]:
         return None
     return before.count("\n") + 1, len(before) - before.rfind("\n")
