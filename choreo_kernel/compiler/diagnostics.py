@@ -158,9 +158,7 @@ class ChoreoError(Exception):
                 for count, word in ((errors, ERROR), (len(rest) - errors, WARNING))
                 if count
             ]
-            rendered.append(
-                f"... and {' and '.join(counts)} more, {len(self.diagnostics):,} diagnostics in all"
-            )
+            rendered.append(f"... and {len(rest):,} more ({', '.join(counts)})")
         return "\n".join(rendered)
 
     def __str__(self) -> str:
