@@ -323,7 +323,9 @@ class _AstBuilder(Transformer[Token, Any]):
     def parallel(self, meta: Any, children: list[Any]) -> ast.Parallel:
         keyword, stream, *clauses, body = children
         body = _as_statement(body, self._span(meta))
-        return ast.Parallel(self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream)
+        return ast.Parallel(
+            self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream
+        )
 
     def parallel_clause(self, meta: Any, children: list[Any]) -> ast.ParallelClause:
         variables, count, level, qualifier = children

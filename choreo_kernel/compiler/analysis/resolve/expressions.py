@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.diagnostics import abbreviated
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS, BUILTINS, FUTURE_BUILTINS
 from choreo_kernel.compiler.analysis.resolve.device import DeviceRules
 from choreo_kernel.compiler.analysis.resolve.selection import SELECT, SelectionRules
@@ -26,6 +25,7 @@ from choreo_kernel.compiler.analysis.values import (
     product,
     promote,
 )
+from choreo_kernel.compiler.diagnostics import abbreviated
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.compiler.semantics.math import MATH_FUNCTIONS, MathFunction
