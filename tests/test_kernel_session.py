@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from corpus import CONFORMANCE
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from test_fuzz import SLOW_SECONDS, time_limit
@@ -20,27 +21,11 @@ from choreo_kernel.kernel.session import ChoreoSession
 
 FOO4 = "%%choreo --target sim\n__co__ s32 [4] foo(s32 [4] a) { return a; }\n"
 # Valid on sim, where a CUDA-only rule is a warning; its --cuda display has to lower it for CUDA and fails.
-CUDA_ONLY_ERROR = """%%choreo --target sim --cuda
-__co__ f32 [B, 64] foo(f32 [B, 64] x) {
-  f32 [B, 64] out;
-  parallel b by B : block {
-    shared f32 [64] tile;
-    shared event loaded;
-    parallel g by 2 : group, l by 32 : thread {
-      inthreads.async (g == 0 && l == 0) {
-        f = dma.copy.async x.at(b) => tile;
-        trigger loaded after f;
-      }
-      inthreads.async (g == 1) {
-        wait loaded;
-        out.at(b, l) = tile.at(l);
-      }
-    }
-  }
-  return out;
-}
-#define LATER 1
-"""
+CUDA_ONLY_ERROR = (
+    "%%choreo --target sim --cuda\n"
+    + (CONFORMANCE / "invalid" / "trigger_after_dma_cuda.co").read_text().replace("fold(", "foo(")
+    + "#define LATER 1\n"
+)
 
 
 @pytest.fixture
