@@ -707,6 +707,15 @@ template <class T> struct DataFuture {
   int group;
 };
 
+// A TMA future that swap/rotate move between names: where its load lands, the mbarrier it lands on,
+// and the phase of that mbarrier this thread waits for next (the phase belongs to the mbarrier, so
+// the future points at it). All null: a placeholder (tma.any) that holds no buffer yet.
+template <class T> struct TmaFuture {
+  T* data;
+  mbarrier* landed;
+  unsigned* phase;
+};
+
 // swap(a, b) and rotate(a, b, c, ...) of Choreo: each future takes the next one's value, the last the first's.
 template <class T> CHOREO_DEVICE void rotate(T& first, T& second) {
   T kept = first;

@@ -14,6 +14,7 @@ from choreo_kernel.compiler.analysis.values import (
     FLOAT_TYPES,
     INT_TYPES,
     Bounded,
+    BoundedTuple,
     Dim,
     Event,
     EventSlot,
@@ -142,7 +143,7 @@ class ControlRules(ResolverBase):
                 pieces.append(Piece(arg.value))
                 continue
             value = self._expr(arg)
-            if not isinstance(value, (Scalar, Bounded, Shape, ITuple, Unknown)):
+            if not isinstance(value, (Scalar, Bounded, Shape, ITuple, BoundedTuple, Unknown)):
                 self.error(
                     f"'{expression(arg)}' is {value.describe()}; print takes strings, scalars, shapes and ituples "
                     "(print one element with .at(...))",
@@ -312,6 +313,8 @@ def _piece(value: Value) -> Piece:
         return Piece(brackets="[]", count=len(value.dims))
     if isinstance(value, ITuple):
         return Piece(brackets="{}", count=len(value.items))
+    if isinstance(value, BoundedTuple):  # the current values of its elements
+        return Piece(brackets="{}", count=len(value.bounds))
     return Piece(kind=kind_of(value.type) if isinstance(value, Scalar) else SIGNED)
 
 
