@@ -20,8 +20,8 @@ from test_fuzz import FUZZ_SETTINGS, SLOW_SECONDS, assert_checks_cleanly, time_l
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.analysis import flow
-from choreo_kernel.compiler.parser import MAX_NESTING
 from choreo_kernel.compiler.preprocess import MAX_CONDITION_NESTING
+from choreo_kernel.compiler.syntax_errors import MAX_NESTING
 
 HEAD = "__co__ s32 [4] f(s32 [4] a) {\n  s32 [4] out;\n  parallel p by 4 : block {\n"
 TAIL = "\n  }\n  return out;\n}\n"

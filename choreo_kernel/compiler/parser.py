@@ -24,7 +24,7 @@ from choreo_kernel.compiler.devicecode import blank_regions, device_items
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
 from choreo_kernel.compiler.hostcode import function_regions, isolate
 from choreo_kernel.compiler.preprocess import SourceMap
-from choreo_kernel.compiler.syntax_errors import describe_syntax_error
+from choreo_kernel.compiler.syntax_errors import MAX_NESTING, describe_syntax_error, too_deep
 
 TYPE_ALIASES = {
     "int": "s32",
@@ -35,8 +35,6 @@ TYPE_ALIASES = {
     "f8": "f8_e4m3",
 }
 
-# The deepest syntax tree the passes take (C asks compilers for 127 nested blocks and 63 parentheses).
-MAX_NESTING = 128
 _OPERATION_PART = re.compile(r"([A-Za-z_]\w*)(?:<([^<>]*)>)?")
 
 _ASM_GOTO = "__asm__ goto is not supported (expected '__asm__' or '__asm__ volatile'): Choreo has no labels"
@@ -79,30 +77,18 @@ def parse(text: str, source_map: SourceMap, sink: DiagnosticSink, host_code: boo
             else:
                 sink.error(*describe_syntax_error(error, isolated, source_map, _terminals()))
             continue
-        deep = _too_deep(tree)
+        deep = too_deep(tree)
         if deep is not None:  # every pass recurses on the tree: past this, Python's stack would not hold it
             sink.error(
                 f"this nests statements and operators more than {MAX_NESTING} levels deep, which the compiler "
-                "does not take: give parts of it names (a variable for part of a long expression, a "
-                "function or fewer levels for the statements)",
+                "does not take: give parts of it names (a variable for part of a long expression, a function "
+                "or fewer levels for the statements)",
                 builder._span(deep.meta),
             )
             continue
         functions.append(builder.transform(tree))
     end_line = text.count("\n") + 1
     return ast.Program(Span(1, 1, end_line, 1), tuple(functions))
-
-
-def _too_deep(tree: lark.Tree[Token]) -> lark.Tree[Token] | None:
-    """The first node nested deeper than `MAX_NESTING` (each operator of `1 + 1 + ...` is one level),
-    found without recursion."""
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            return node
-        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
-    return None
 
 
 def _offset_span(text: str, start: int, end: int, source_map: SourceMap) -> Span:
