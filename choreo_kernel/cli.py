@@ -199,34 +199,44 @@ def _plural(count: int, word: str) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """`choreo check`: every file is checked even after a bad one, so one run reports everything."""
+    """`choreo check`: every file is checked even after a bad one (or a compiler bug on one), so one run
+    reports everything; the exit status is the worst: internal error, then unreadable file, then errors."""
     defines = dict(args.defines)
-    errors = warnings = unreadable = 0
+    errors = warnings = unreadable = internal = 0
     for path in args.files:
         try:
             counts = _check_one(path, args.target, defines)
-        except Exception as err:  # a compiler bug: one line naming the file, not a traceback
-            if os.environ.get("CHOREO_TRACEBACK"):
-                raise
-            reason = ": ".join(filter(None, (type(err).__name__, str(err))))
-            print(
-                f"choreo: internal error: {path}: {reason} (set CHOREO_TRACEBACK=1 for the traceback)",
-                file=sys.stderr,
-            )
-            return EXIT_INTERNAL
+        except Exception as err:  # a compiler bug: one line naming the file, then the next file
+            _internal_error(err, path)
+            internal += 1
+            continue
         if counts is None:
             unreadable += 1
         else:
             errors += counts[0]
             warnings += counts[1]
-    checked = len(args.files) - unreadable
+    checked = len(args.files) - unreadable - internal
     if checked and not args.quiet:  # an unreadable file has said so on its own line already
         print(
             f"checked {_plural(checked, 'file')}: {_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
         )
+    if internal:
+        return EXIT_INTERNAL
     if unreadable:
         return EXIT_USAGE
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _internal_error(err: Exception, path: str | None) -> None:
+    """A compiler bug as one line on stderr, naming the file (the traceback with CHOREO_TRACEBACK=1)."""
+    if os.environ.get("CHOREO_TRACEBACK"):
+        raise err
+    first = next(iter(str(err).strip().splitlines()), "")  # a lark VisitError's message runs over lines
+    reason = ": ".join(filter(None, (type(err).__name__, first)))
+    where = f"{path}: " if path else ""
+    print(
+        f"choreo: internal error: {where}{reason} (set CHOREO_TRACEBACK=1 for the traceback)", file=sys.stderr
+    )
 
 
 def run_docs(args: argparse.Namespace) -> int:
@@ -386,4 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.run(args)
     except CommandStopped as stopped:
         return stopped.status
+    except Exception as err:  # a compiler bug in emit, graph, docs...: one line and exit 3, as check does
+        _internal_error(err, getattr(args, "file", None))
+        return EXIT_INTERNAL
     return status

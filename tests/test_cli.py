@@ -113,3 +113,56 @@ def test_version() -> None:
     result = choreo("--version")
     assert result.returncode == 0
     assert re.fullmatch(r"choreo \d+\.\d+\.\d+\S*\n", result.stdout)
+
+
+def _analysis_bug_on(monkeypatch: pytest.MonkeyPatch, bad: Path) -> None:
+    """`analyze` raises as a compiler bug would, for `bad` only."""
+    from choreo_kernel import cli
+
+    real = cli.analyze
+
+    def analyze(source: str, *args: object, filename: str = "<source>", **kwargs: object) -> object:
+        if Path(filename).name == bad.name:
+            raise AttributeError("'Tree' object has no attribute 'type'\nsecond line of the message")
+        return real(source, *args, filename=filename, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "analyze", analyze)
+    monkeypatch.delenv("CHOREO_TRACEBACK", raising=False)
+
+
+@pytest.mark.parametrize("command", ["emit", "graph"])
+def test_an_internal_error_in_emit_or_graph_is_one_line_and_exit_3(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from choreo_kernel import cli
+
+    _analysis_bug_on(monkeypatch, VALID_FILE)
+    assert cli.main([command, str(VALID_FILE)]) == 3
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"choreo: internal error: {VALID_FILE}: AttributeError: 'Tree' object has no attribute 'type' "
+        "(set CHOREO_TRACEBACK=1 for the traceback)"
+    ]
+
+
+def test_check_goes_on_after_an_internal_error_and_exits_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from choreo_kernel import cli
+
+    _analysis_bug_on(monkeypatch, VALID_FILE)
+    assert cli.main(["check", str(VALID_FILE), str(INVALID_FILE)]) == 3
+    out, err = capsys.readouterr()
+    assert err.startswith(f"choreo: internal error: {VALID_FILE}: AttributeError") and err.count("\n") == 1
+    assert f"{INVALID_FILE}:" in out and " error: " in out  # the second file was checked
+    assert "checked 1 file: 1 error" in out
+
+
+def test_choreo_traceback_shows_the_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from choreo_kernel import cli
+
+    _analysis_bug_on(monkeypatch, VALID_FILE)
+    monkeypatch.setenv("CHOREO_TRACEBACK", "1")
+    with pytest.raises(AttributeError):
+        cli.main(["emit", str(VALID_FILE)])

@@ -85,3 +85,18 @@ def test_a_64_bit_literal_computes_in_64_bits_on_the_sim() -> None:
 def test_a_64_bit_literal_is_emitted_with_its_suffix() -> None:
     source = ck.compile(SUM64, target="cuda").cuda_source
     assert "3000000000ll * (p + 1) + 1ll" in source
+
+
+def test_a_64_bit_value_stored_into_an_s32_element_wraps_on_the_sim() -> None:
+    # C converts the s64 sum to the element's 32 bits; the sim used to raise NumPy's OverflowError
+    source = """__co__ s32 [2] f(s32 [2] a) {
+  s32 [2] out;
+  parallel p by 1 : block { parallel t by 1 : thread {
+    out.at(0) = a.at(0) + 4294967296;
+    out.at(1) = a.at(1) + 4294967299;
+  } }
+  return out;
+}
+"""
+    out = ck.compile(source, target="sim").f(np.array([5, -7], dtype=np.int32))
+    np.testing.assert_array_equal(out, [5, -4])

@@ -8,11 +8,29 @@ run reports everything it can find.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 ERROR = "error"
 WARNING = "warning"
+
+# What ends a line of Choreo source: as C reads it, LF, CRLF or a lone CR (old Mac files). Form feeds,
+# vertical tabs, NEL and U+2028 are spaces within a line, though Python's `splitlines` breaks there.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+# Characters an excerpt shows as a space, so that the caret stays under its column on a terminal.
+_SHOWN_AS_SPACE = re.compile(r"[\t\f\v\x00-\x08\x0e-\x1f\x7f\x85\u2028\u2029]")
+
+
+def abbreviated(text: str, limit: int = 40) -> str:
+    """`text` for a message: its start and its length when it is longer than `limit` (a 4,000-digit
+    literal would make a 4,000-character diagnostic)."""
+    return text if len(text) <= limit else f"{text[: limit // 2]}... ({len(text):,} characters)"
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of `source` as the compiler numbers them (line N of a diagnostic is item N - 1)."""
+    return _LINE_END.split(source)
 
 
 @dataclass(frozen=True)
@@ -68,7 +86,7 @@ class Diagnostic:
         return "\n".join([self.message, *(note.message for note in self.notes)])
 
     def render(self, source: str, filename: str = "<source>") -> str:
-        return render_diagnostic(self, source.splitlines(), filename)
+        return render_diagnostic(self, source_lines(source), filename)
 
     def __str__(self) -> str:
         return f"{self.line}:{self.column}: {self.severity}: {self.message}"
@@ -124,11 +142,24 @@ class ChoreoError(Exception):
         error.args = (message,)
         return error
 
-    def render(self) -> str:
+    def render(self, limit: int | None = None) -> str:
+        """Every diagnostic, or the first `limit` of them and a line that counts the others (a cell with
+        250,000 errors is not shown whole)."""
         if self.message:
             return self.message
-        lines = self.source.splitlines()
-        return "\n".join(render_diagnostic(d, lines, self.filename) for d in self.diagnostics)
+        lines = source_lines(self.source)
+        shown = self.diagnostics if limit is None else self.diagnostics[:limit]
+        rendered = [render_diagnostic(d, lines, self.filename) for d in shown]
+        rest = self.diagnostics[len(shown) :]
+        if rest:
+            errors = sum(d.severity == ERROR for d in rest)
+            counts = [
+                f"{count:,} {word}{'' if count == 1 else 's'}"
+                for count, word in ((errors, ERROR), (len(rest) - errors, WARNING))
+                if count
+            ]
+            rendered.append(f"... and {len(rest):,} more ({', '.join(counts)})")
+        return "\n".join(rendered)
 
     def __str__(self) -> str:
         return self.render()
@@ -156,7 +187,7 @@ def _excerpt(span: Span, lines: Sequence[str], gutter: int) -> list[str]:
     physical = span.line + span.offset  # the line in `lines`, where a #line directive renumbered the source
     if not 1 <= physical <= len(lines):
         return []
-    text = lines[physical - 1].replace("\t", " ")
+    text = _SHOWN_AS_SPACE.sub(" ", lines[physical - 1])
     end = span.end_column if span.end_line == span.line else len(text) + 1
     width = max(1, end - span.column)
     underline = " " * (span.column - 1) + "^" + "~" * (width - 1)

@@ -87,6 +87,8 @@ def _function_end(text: str, start: int) -> int:
 
 
 def isolate(text: str, region: Region) -> str:
-    """`text` with everything outside `region` blanked, so that positions stay the same."""
-    prefix = re.sub(r"[^\n]", " ", text[: region.start])
+    """The text of `region`, after as many line ends and spaces as put it at the same line and column
+    as in `text` (blanking the whole text before it cost each of a cell's functions the whole cell)."""
+    line_start = text.rfind("\n", 0, region.start) + 1
+    prefix = "\n" * text.count("\n", 0, region.start) + " " * (region.start - line_start)
     return prefix + text[region.start : region.end]

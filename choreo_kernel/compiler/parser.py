@@ -25,7 +25,7 @@ from choreo_kernel.compiler.devicecode import blank_regions, device_items
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
 from choreo_kernel.compiler.hostcode import function_regions, isolate
 from choreo_kernel.compiler.preprocess import SourceMap
-from choreo_kernel.compiler.syntax_errors import describe_syntax_error
+from choreo_kernel.compiler.syntax_errors import MAX_NESTING, describe_syntax_error, too_deep
 
 TYPE_ALIASES = {
     "int": "s32",
@@ -77,6 +77,15 @@ def parse(text: str, source_map: SourceMap, sink: DiagnosticSink, host_code: boo
                 sink.error(_ASM_GOTO, _offset_span(text, goto.start(), goto.end(), source_map))
             else:
                 sink.error(*describe_syntax_error(error, isolated, source_map, _terminals()))
+            continue
+        deep = too_deep(tree)
+        if deep is not None:  # every pass recurses on the tree: past this, Python's stack would not hold it
+            sink.error(
+                f"this nests statements and operators more than {MAX_NESTING} levels deep, which the compiler "
+                "does not take: give parts of it names (a variable for part of a long expression, a function "
+                "or fewer levels for the statements)",
+                builder._span(deep.meta),
+            )
             continue
         functions.append(builder.transform(tree))
     end_line = text.count("\n") + 1
@@ -778,10 +787,15 @@ def _unescape(text: str) -> str:
 
 
 def _parse_int(token: Token) -> tuple[int, bool]:
+    """The value and signedness of an integer literal; past 20 digits only that it is wider than 64 bits
+    matters (the analysis reports it), and `int` would refuse a decimal string of 4,301 digits."""
     text = str(token)
     digits = text.rstrip("uUlL")
     unsigned = "u" in text[len(digits) :].lower()
-    return int(digits, 16 if digits[:2].lower() == "0x" else 10), unsigned
+    hexadecimal = digits[:2].lower() == "0x"
+    if len(digits.lstrip("0")) > 20 and not hexadecimal:
+        return 1 << 64, unsigned  # a value that no 64-bit type holds
+    return int(digits, 16 if hexadecimal else 10), unsigned
 
 
 def _flatten(items: Iterable[Any]) -> Iterable[ast.Stmt]:

@@ -9,11 +9,12 @@ Comments are blanked first (string-aware), so nothing inside them expands.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
+from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span, abbreviated, source_lines
 from choreo_kernel.compiler.hostcode import starts_literal
+from choreo_kernel.compiler.semantics import cint
 
 _TOKEN = re.compile(
     r"""(?P<number>\.?\d(?:[eEpP][+-]|[\w.])*)
@@ -26,6 +27,8 @@ _DIRECTIVE = re.compile(
     r"^\s*#\s*(define|undef|ifdef|ifndef|if|elif|else|endif|include|pragma|error|warning|line)\b(.*)$"
 )
 _MAX_EXPANSION_DEPTH = 64
+MAX_EXPANSION_SIZE = 100_000  # characters (and expansions) that one macro use may expand to: a macro bomb
+MAX_CONDITION_NESTING = 128  # parentheses and unary operators in one `#if` (C asks compilers for 63)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ class Preprocessor:
     def __init__(self, sink: DiagnosticSink, defines: Mapping[str, object] | None = None) -> None:
         self.sink = sink
         self.macros: dict[str, Macro] = {}
+        self._budget = _Budget("")
         for name, value in (defines or {}).items():
             # A Macro value (an earlier notebook cell's function-like macro) is kept whole.
             self.macros[name] = value if isinstance(value, Macro) else Macro(name, _define_text(value))
@@ -137,7 +141,8 @@ class Preprocessor:
     # ------------------------------------------------------------ directives
 
     def run(self, source: str) -> Preprocessed:
-        lines = blank_comments(source).split("\n")
+        # CRLF and CR line ends become LF first: a `\\` continuation or a `//` comment ends where the line does
+        lines = blank_comments("\n".join(source_lines(source))).split("\n")
         source_map = SourceMap()
         out: list[str] = []
         # Each frame: (this branch active, some branch taken, parent active, line of #if)
@@ -241,6 +246,7 @@ class Preprocessor:
             text,
         )
         try:
+            self._budget = _Budget("the condition")
             expanded, _ = self._expand(text, frozenset(), 0)
             return _ConditionEvaluator(expanded).evaluate() != 0
         except _MacroError as error:
@@ -265,6 +271,7 @@ class Preprocessor:
             verbatim = True
             if ident in self.macros:
                 try:
+                    self._budget = _Budget(f"macro '{ident}'")
                     piece, end = self._expand_invocation(line, pos, end, frozenset(), 0)
                     verbatim = False
                 except _MacroError as error:
@@ -289,6 +296,7 @@ class Preprocessor:
                 out.append(piece)
             else:
                 out.append(match.group(0))
+                self._budget.spend(len(match.group(0)))
                 pos = match.end()
         return "".join(out), pos
 
@@ -299,6 +307,7 @@ class Preprocessor:
         macro = self.macros[name]
         if depth > _MAX_EXPANSION_DEPTH:
             raise _MacroError(f"macro '{name}' expands too deeply (is it recursive?)")
+        self._budget.spend(1)  # an expansion to nothing costs too: `#define A1 A0 A0` of an empty A0
         end = name_end
         body = macro.body
         if macro.params is not None:
@@ -326,6 +335,21 @@ class Preprocessor:
 
 class _MacroError(Exception):
     pass
+
+
+class _Budget:
+    """What is left of `MAX_EXPANSION_SIZE` for one use of a macro (or one condition): each token that
+    an expansion emits spends its length and each expansion one, so a macro that doubles twenty times
+    over stops in a fraction of a second instead of growing for minutes."""
+
+    def __init__(self, outermost: str) -> None:
+        self.outermost = outermost  # what the message names: `macro 'NAME'` or `the condition`
+        self.left = MAX_EXPANSION_SIZE
+
+    def spend(self, characters: int) -> None:
+        self.left -= characters
+        if self.left < 0:
+            raise _MacroError(f"{self.outermost} expands to more than {MAX_EXPANSION_SIZE:,} characters")
 
 
 def _split_arguments(text: str, open_paren: int, name: str) -> tuple[list[str], int]:
@@ -361,7 +385,9 @@ def _define_text(value: object) -> str:
 
 
 class _ConditionEvaluator:
-    """Evaluates the integer constant expression of an `#if` (unknown names are 0, as in C)."""
+    """Evaluates the integer constant expression of an `#if` (unknown names are 0, as in C), in the
+    64-bit arithmetic of C's intmax_t with semantics/cint.py's rules; what C leaves undefined (a
+    shift by 64, a division by zero) and a literal of more than 64 bits are errors."""
 
     _BINARY = (
         ("||",),
@@ -375,10 +401,12 @@ class _ConditionEvaluator:
         ("+", "-"),
         ("*", "/", "%"),
     )
+    _PRECEDENCE = {op: level for level, ops in enumerate(_BINARY) for op in ops}
 
     def __init__(self, text: str) -> None:
         self.tokens = re.findall(r"0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*|\|\||&&|==|!=|<=|>=|<<|>>|\S", text)
         self.pos = 0
+        self.depth = 0  # parentheses, unary operators and `?:` open around the current token
 
     def evaluate(self) -> int:
         value = self._ternary()
@@ -389,26 +417,36 @@ class _ConditionEvaluator:
     def _peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
 
+    def _nested(self, evaluate: Callable[[], int]) -> int:
+        """`evaluate()` one level deeper: a bounded depth keeps the evaluator off Python's recursion limit."""
+        self.depth += 1
+        if self.depth > MAX_CONDITION_NESTING:
+            raise _MacroError(
+                f"the condition nests parentheses and operators more than {MAX_CONDITION_NESTING} deep"
+            )
+        try:
+            return evaluate()
+        finally:
+            self.depth -= 1
+
     def _ternary(self) -> int:
         condition = self._binary(0)
         if self._peek() == "?":
             self.pos += 1
-            then = self._ternary()
+            then = self._nested(self._ternary)
             if self._peek() != ":":
                 raise _MacroError("expected ':' in the condition")
             self.pos += 1
-            otherwise = self._ternary()
+            otherwise = self._nested(self._ternary)
             return then if condition else otherwise
         return condition
 
-    def _binary(self, level: int) -> int:
-        if level == len(self._BINARY):
-            return self._unary()
-        left = self._binary(level + 1)
-        while self._peek() in self._BINARY[level]:
-            op = self.tokens[self.pos]
+    def _binary(self, lowest: int) -> int:
+        """Operators of precedence `lowest` and tighter, by precedence climbing (depth: the levels, not the terms)."""
+        left = self._unary()
+        while (op := self._peek()) in self._PRECEDENCE and self._PRECEDENCE[op] >= lowest:
             self.pos += 1
-            left = _apply(op, left, self._binary(level + 1))
+            left = _apply(op, left, self._binary(self._PRECEDENCE[op] + 1))
         return left
 
     def _unary(self) -> int:
@@ -417,49 +455,44 @@ class _ConditionEvaluator:
             raise _MacroError("the condition ends too early")
         self.pos += 1
         if token in ("-", "+", "!", "~"):
-            value = self._unary()
-            return {"-": -value, "+": value, "!": int(not value), "~": ~value}[token]
+            value = cint.unary(token, self._nested(self._unary))
+            assert value is not None
+            return cint.wrap(value, cint.INTMAX_BITS)
         if token == "(":
-            value = self._ternary()
+            value = self._nested(self._ternary)
             if self._peek() != ")":
                 raise _MacroError("expected ')' in the condition")
             self.pos += 1
             return value
-        if re.fullmatch(r"0[xX][0-9a-fA-F]+", token):
-            return int(token, 16)
-        if token.isdigit():
-            return int(token)
+        if token[0].isdigit():
+            return _condition_literal(token)
         if re.fullmatch(r"[A-Za-z_]\w*", token):
             return 0
         raise _MacroError(f"unexpected '{token}' in the condition")
 
 
+def _condition_literal(token: str) -> int:
+    """A number of an `#if`: one that no 64-bit integer holds is an error (C's uintmax_t is the widest)."""
+    hexadecimal = token[:2].lower() == "0x"
+    digits = token[2:] if hexadecimal else token
+    value = None
+    if len(digits.lstrip("0")) <= 20:  # no longer than 2**64: `int` of a 4301-digit string would refuse
+        value = int(digits, 16 if hexadecimal else 10)
+    if value is None or not cint.fits(value, cint.INTMAX_BITS, signed=False):
+        raise _MacroError(f"the number '{abbreviated(token)}' in the condition does not fit in 64 bits")
+    return cint.wrap(value, cint.INTMAX_BITS)
+
+
 def _apply(op: str, a: int, b: int) -> int:
-    if op in ("/", "%") and b == 0:
-        raise _MacroError("division by zero in the condition")
-    if op == "/":
-        return int(a / b)
-    if op == "%":
-        return a - int(a / b) * b
-    results = {
-        "||": lambda: int(bool(a) or bool(b)),
-        "&&": lambda: int(bool(a) and bool(b)),
-        "|": lambda: a | b,
-        "^": lambda: a ^ b,
-        "&": lambda: a & b,
-        "==": lambda: int(a == b),
-        "!=": lambda: int(a != b),
-        "<=": lambda: int(a <= b),
-        ">=": lambda: int(a >= b),
-        "<": lambda: int(a < b),
-        ">": lambda: int(a > b),
-        "<<": lambda: a << b,
-        ">>": lambda: a >> b,
-        "+": lambda: a + b,
-        "-": lambda: a - b,
-        "*": lambda: a * b,
-    }
-    return results[op]()
+    undefined = cint.undefined(op, b, cint.INTMAX_BITS)
+    if undefined is not None:
+        raise _MacroError(f"{undefined} in the condition")
+    value = cint.arithmetic(op, a, b, cint.INTMAX_BITS)
+    if value is None:
+        truth = cint.logical(op, a, b)
+        assert truth is not None, op
+        return int(truth)
+    return cint.wrap(value, cint.INTMAX_BITS)
 
 
 def parse_define(text: str) -> tuple[str, object]:

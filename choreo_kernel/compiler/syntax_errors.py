@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from lark import Token
+from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import TerminalDef
 
@@ -27,6 +27,20 @@ _TOKEN_WORDS = {
     "$END": "the end of the input",
 }
 _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "LPAR"}
+# The deepest syntax tree the passes take (C asks compilers for 127 nested blocks and 63 parentheses).
+MAX_NESTING = 128
+
+
+def too_deep(tree: Tree[Token]) -> Tree[Token] | None:
+    """The first node nested deeper than `MAX_NESTING` (each operator of `1 + 1 + ...` is one level),
+    found without recursion."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return node
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return None
 
 
 def describe_syntax_error(
@@ -80,7 +94,9 @@ def _end_of_previous_line(text: str, token: Token) -> tuple[int, int] | None:
     start = getattr(token, "start_pos", None)
     if start is None:
         return None
-    before = blank_comments(text[:start]).rstrip()
+    head = text[:start]
+    skipped = len(head) - len(head.lstrip())  # the blank lines that put the function where it is
+    before = (head[:skipped] + blank_comments(head[skipped:])).rstrip()
     if not before or "\n" not in text[len(before) : start]:
         return None
     return before.count("\n") + 1, len(before) - before.rfind("\n")

@@ -97,6 +97,10 @@ def assembly_bundle(module: Module, kind: str) -> Bundle:
     return {"text/html": highlight(code, lexer, HtmlFormatter(noclasses=True)), "text/plain": code}
 
 
+SHOWN_DIAGNOSTICS = 50  # a cell's first diagnostics, then a count of the others
+
+
 def error_traceback(error: ChoreoError) -> list[str]:
-    """The diagnostics, rendered against the cell's own lines and columns, one line per entry."""
-    return error.render().splitlines()
+    """The first diagnostics, rendered against the cell's own lines and columns, one line per entry,
+    and how many more there are."""
+    return error.render(SHOWN_DIAGNOSTICS).splitlines()

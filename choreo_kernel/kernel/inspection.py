@@ -19,6 +19,7 @@ from choreo_kernel.kernel.vocabulary import (
 )
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_OPERATION_PARTS = max(name.count(".") + 1 for name in OPERATIONS)  # the longest operation's parts
 
 
 def help_at(
@@ -44,7 +45,7 @@ def _segment_end(word: str, offset: int) -> int:
 
 
 def _operation_help(word: str) -> str | None:
-    parts = word.split(".")
+    parts = word.split(".", _OPERATION_PARTS)[:_OPERATION_PARTS]  # a 40 KB `a.a.a...` costs no more
     for count in range(len(parts), 1, -1):
         name = ".".join(parts[:count])
         if name in OPERATIONS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -20,9 +21,9 @@ from IPython.display import display
 
 from choreo_kernel import module as choreo_module
 from choreo_kernel.compiler.devicecode import DevicePart, cell_parts, merged
-from choreo_kernel.compiler.diagnostics import ChoreoError, DiagnosticSink
+from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, DiagnosticSink
 from choreo_kernel.compiler.driver import resolve_target
-from choreo_kernel.compiler.preprocess import preprocess
+from choreo_kernel.compiler.preprocess import Macro, preprocess
 from choreo_kernel.kernel.cells import split_cell
 from choreo_kernel.kernel.display import (
     assembly_bundle,
@@ -37,6 +38,9 @@ from choreo_kernel.module import Module
 from choreo_kernel.tuning.point import SweptSource
 
 SIM_NOTICE = "No CUDA GPU with CuPy here: Choreo functions run on the sim backend (NumPy)."
+# Names of IPython's output history (`_`, `__`, `_i3`, `_7`) and Python's own (`__name__`), besides
+# `shell.user_ns_hidden` (get_ipython, In, Out, exit...) and `choreo`, which this session pushes.
+_HISTORY_NAME = re.compile(r"_+|_i{1,3}|_i?\d+|__\w*__")
 # What `--target auto` means in this kernel, when set: runs notebooks on sim on a GPU machine too.
 TARGET_VARIABLE = "CHOREO_TARGET"
 
@@ -72,7 +76,11 @@ class ChoreoSession:
         shell.set_custom_exc((ChoreoError,), show_choreo_error)
 
     def run_cell(self, text: str) -> None:
-        """Compile a Choreo cell (its `%%choreo` header included, if any), remember it, show it."""
+        """Compile a Choreo cell (its `%%choreo` header included, if any), remember it, show it.
+
+        Everything that can fail (the compile, the summaries, graphs, CUDA and assembly the options
+        ask for) is done before the session changes: a cell that fails anywhere leaves it as it was.
+        """
         cell = split_cell(text)
         filename = f"cell[{running_cell_number(self.shell)}]"
         options = parse_options(cell, filename)
@@ -81,7 +89,21 @@ class ChoreoSession:
         module = choreo_module.compile(
             cell.masked, defines, target, filename, host_code=False, device_code=self.device_code
         )
-        functions = self._remember(module)
+        self._check_names(module, filename)
+        functions = {name: CompiledFunction(module, name) for name in module.functions}
+        bundles = [summary_bundle(function.__doc__ for function in functions.values())] if functions else []
+        if options.graph:
+            bundles.extend(graph_bundle(module, name) for name in module.functions)
+        if options.cuda:
+            bundles.append(cuda_bundle(module))
+        bundles.extend(
+            assembly_bundle(module, kind)
+            for kind, wanted in (("ptx", options.ptx), ("sass", options.sass))
+            if wanted
+        )
+        macros = preprocess(module.source, DiagnosticSink(), self.macros).macros
+        # The cell has succeeded: from here on only assignments, which cannot fail half-way.
+        self._remember(module, functions, macros)
         self.device_code = module.analysis.device_code
         self.last_cell = SweptSource(
             cell.masked, defines, target, filename, self.device_code, host_code=False
@@ -93,16 +115,8 @@ class ChoreoSession:
         if chosen_by_probe and target == "sim" and not self._sim_notice_shown:
             self._sim_notice_shown = True
             print(SIM_NOTICE)
-        if functions:
-            display(summary_bundle(function.__doc__ for function in functions.values()), raw=True)
-        if options.graph:
-            for name in module.functions:
-                display(graph_bundle(module, name), raw=True)
-        if options.cuda:
-            display(cuda_bundle(module), raw=True)
-        for kind, wanted in (("ptx", options.ptx), ("sass", options.sass)):
-            if wanted:
-                display(assembly_bundle(module, kind), raw=True)
+        for bundle in bundles:
+            display(bundle, raw=True)
 
     def run_cuda_cell(self, text: str) -> None:
         """Check a `%%cuda` cell's device functions (with those of earlier cells) on this session's
@@ -130,15 +144,32 @@ class ChoreoSession:
             self._auto_target = resolve_target(os.environ.get(TARGET_VARIABLE) or "auto")
         return self._auto_target
 
-    def _remember(self, module: Module) -> dict[str, CompiledFunction]:
-        """Publish the module's functions to Python and keep its macros for later cells; the functions."""
-        macros = preprocess(module.source, DiagnosticSink(), self.macros).macros
+    def _check_names(self, module: Module, filename: str) -> None:
+        """A function is published under its name in the notebook's namespace: one named after what the
+        kernel itself keeps there (get_ipython, which runs every Choreo cell; In, Out, choreo...) would
+        break the cells after it, so it is an error at its name."""
+        kernel_names = {*self.shell.user_ns_hidden, "choreo"}
+        clashes = [
+            Diagnostic(
+                ERROR,
+                f"a function named '{function.name}' would replace the notebook's own '{function.name}', "
+                "which the kernel needs: rename the function",
+                function.name_span,
+            )
+            for function in module.analysis.program.functions
+            if function.name in kernel_names or _HISTORY_NAME.fullmatch(function.name)
+        ]
+        if clashes:
+            raise ChoreoError(clashes, module.source, filename)
+
+    def _remember(
+        self, module: Module, functions: dict[str, CompiledFunction], macros: dict[str, Macro]
+    ) -> None:
+        """Publish the module's functions to Python and keep its macros for later cells."""
         self.macros = {name: macro.body if macro.params is None else macro for name, macro in macros.items()}
-        functions = {name: CompiledFunction(module, name) for name in module.functions}
         self.functions.update(functions)
         self.module = module
         self.shell.push({**functions, "choreo": module})
-        return functions
 
 
 class SessionMagics(Magics):

@@ -76,8 +76,9 @@ class TuningMagics(SessionMagics):
         On a GPU each run is timed with CUDA events, on the sim backend with the wall clock,
         after one untimed run (compiling, loading). With the work of one run (--flops, or
         --bytes; for a call, bytes default to the arrays it passes and returns) it shows the
-        rate and, on a device it knows, the share of the device's peak. The Timing object is
-        left in `_bench`.
+        rate and, on a device it knows, the share of the device's peak. Counting those bytes evaluates
+        the call's arguments once more (without --flops or --bytes), as the docs say. The Timing
+        object is left in `_bench`.
         """
         expression, options = self._split(line, {"--flops", "--bytes", "-n"})
         if not expression:
@@ -383,7 +384,9 @@ def parse_grid(text: str) -> Grid:
         name, _, values = word.partition("=")
         if not name.isidentifier() or not values:
             raise UsageError(f"'{word}' is not NAME=v1,v2,...")
-        grid[name] = [parse_define(f"{name}={value}")[1] for value in values.split(",") if value]
+        if "" in values.split(","):  # `T=,` or `T=1,,2` would sweep no value or a missing one
+            raise UsageError(f"'{word}' has an empty value: write NAME=v1,v2,... with a value between commas")
+        grid[name] = [parse_define(f"{name}={value}")[1] for value in values.split(",")]
     return grid
 
 

@@ -53,7 +53,7 @@ from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
 from choreo_kernel.compiler.semantics.launch import check_block_threads
 from choreo_kernel.compiler.version import __version__
-from choreo_kernel.runtime.cache import cache_directory, write_atomically
+from choreo_kernel.runtime.cache import cache_directory, cached_file
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
@@ -152,8 +152,7 @@ def _cached_cubin(source: str, cache_dir: Path | None) -> tuple[str, Path]:
     key_material = [source, header, arch, options, list(nvrtc.getVersion()), __version__]
     key = hashlib.sha256(json.dumps(key_material).encode()).hexdigest()
     path = (cache_dir or cache_directory()) / f"{key[:40]}.cubin"
-    if not path.exists():
-        write_atomically(path, complete_elf(_nvrtc(nvrtc, source, header, options, nvrtc.getCUBIN)))
+    cached_file(path, lambda: complete_elf(_nvrtc(nvrtc, source, header, options, nvrtc.getCUBIN)))
     return key, path
 
 

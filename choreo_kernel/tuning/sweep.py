@@ -92,6 +92,12 @@ def check_source_takes(swept: SweptSource, grid: Grid) -> None:
     for name, probe in probes.items():
         if not re.search(rf"\b{re.escape(name)}\b", swept.source):
             raise ValueError(f"{swept.filename} does not use {name}")
+        if name not in macros:  # `#undef NAME` after its own #define: the source decides NAME
+            raise ValueError(
+                f"{swept.filename} undefines {name} ('#undef {name}'), so the value of {name} in it is its own and a "
+                f"sweep or a -D value cannot set it: remove the #undef or wrap its '#define {name}' in "
+                f"'#ifndef {name}' ... '#endif'"
+            )
         if macros[name].body.strip() != probe:
             raise ValueError(
                 f"{swept.filename} defines {name} itself, so a sweep or a -D value cannot set it: write "

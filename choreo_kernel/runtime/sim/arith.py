@@ -85,8 +85,8 @@ _SATURATING = {
 def stored(value: Number, dtype: np.dtype) -> Number:
     """`value` as a store into an array of `dtype` keeps it: clamped to the finite range of an 8-bit
     float type, which the GPU converts with `.satfinite` (NaN stays NaN); wrapped to the low bits of a
-    u6 or s6 (as C converts to a narrower integer), 0 or 1 for a bin1. Any other type takes `value` as
-    it is: NumPy's conversion then rounds and wraps as the GPU does (ml_dtypes' for fp6, fp4 and the
+    u6 or s6, or of any integer type for one integer (a 64-bit literal's value: C converts to the
+    narrower integer), 0 or 1 for a bin1. Any other type takes `value` as it is: NumPy's conversion then rounds and wraps as the GPU does (ml_dtypes' for fp6, fp4 and the
     4-, 2- and 1-bit integers)."""
     tagged = tagged_type(dtype)
     if tagged == "bin1":
@@ -98,6 +98,9 @@ def stored(value: Number, dtype: np.dtype) -> Number:
             whole = np.where(whole >= 32, whole - 64, whole)
         held = whole.astype(dtype)
         return held if isinstance(value, np.ndarray) else held[()]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and dtype.kind in "iu":
+        # one 64-bit value into a narrower integer: C wraps it (NumPy refuses a scalar out of range)
+        return dtype.type(cint.wrap(int(value), dtype.itemsize * 8, signed=dtype.kind == "i"))
     limit = _SATURATING.get(dtype)
     if limit is None or getattr(value, "dtype", None) == dtype:
         return value

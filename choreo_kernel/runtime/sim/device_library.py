@@ -36,7 +36,7 @@ from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
 from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.version import __version__
-from choreo_kernel.runtime.cache import cache_directory, write_atomically
+from choreo_kernel.runtime.cache import cache_directory, cached_file
 from choreo_kernel.runtime.dtypes import numpy_dtype
 
 COMPILERS = ("c++", "g++", "clang++")
@@ -199,10 +199,9 @@ class DeviceLibrary:
                 None,
             )
         key = hashlib.sha256("\0".join([text, compiler, _version(compiler), __version__]).encode())
-        path = cache_directory() / "sim" / f"{key.hexdigest()[:40]}.so"
-        if not path.exists():
-            write_atomically(path, self._compile(compiler, text))
-        return path
+        return cached_file(
+            cache_directory() / "sim" / f"{key.hexdigest()[:40]}.so", lambda: self._compile(compiler, text)
+        )
 
     def _compile(self, compiler: str, text: str) -> bytes:
         with tempfile.TemporaryDirectory(prefix="choreo-sim-") as directory:

@@ -27,6 +27,7 @@ from choreo_kernel.compiler.analysis.values import (
     product,
     promote,
 )
+from choreo_kernel.compiler.diagnostics import abbreviated
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.compiler.semantics.math import MATH_FUNCTIONS, MathFunction
@@ -51,7 +52,7 @@ class ExpressionRules(DeviceRules, SelectionRules):
             kind = "unsigned" if expr.unsigned else "signed"
             bounds = cint.literal_range(expr.unsigned, expr.text.lower().startswith("0x"))
             self.error(
-                f"{kind} integer literal '{expr.text or expr.value}' out of range {bounds}: it does not fit "
+                f"{kind} integer literal '{abbreviated(expr.text or str(expr.value))}' out of range {bounds}: it does not fit "
                 "in 64 bits",
                 expr.span,
             )
