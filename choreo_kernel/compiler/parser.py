@@ -16,15 +16,17 @@ from importlib import resources
 from typing import Any
 
 import lark
-from lark import Token, Transformer, v_args
+from lark import Token, v_args
 from lark.exceptions import UnexpectedInput
 from lark.lexer import TerminalDef
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.builder_base import parse_int
 from choreo_kernel.compiler.devicecode import blank_regions, device_items
 from choreo_kernel.compiler.diagnostics import DiagnosticSink, Span
 from choreo_kernel.compiler.hostcode import function_regions, isolate
 from choreo_kernel.compiler.preprocess import SourceMap
+from choreo_kernel.compiler.signature_rules import SignatureRules
 from choreo_kernel.compiler.syntax_errors import MAX_NESTING, describe_syntax_error, too_deep
 
 TYPE_ALIASES = {
@@ -150,29 +152,8 @@ class _TypeWord(str):
 
 
 @v_args(meta=True)
-class _AstBuilder(Transformer[Token, Any]):
+class _AstBuilder(SignatureRules):
     """Builds AST nodes from the parse tree, one method per grammar rule or alias."""
-
-    def __init__(self, source_map: SourceMap, sink: DiagnosticSink) -> None:
-        super().__init__()
-        self.source_map = source_map
-        self.sink = sink
-
-    # --------------------------------------------------------------- helpers
-
-    def _span(self, meta: Any) -> Span:
-        if getattr(meta, "empty", False):
-            return Span(1, 1, 1, 1)
-        return self.source_map.span(meta.line, meta.column, meta.end_line, meta.end_column)
-
-    def _token_span(self, token: Token) -> Span:
-        assert token.line is not None and token.column is not None
-        end_line = token.end_line or token.line
-        end_column = token.end_column or token.column + len(token.value)
-        return self.source_map.span(token.line, token.column, end_line, end_column)
-
-    def _name(self, token: Token) -> ast.Name:
-        return ast.Name(self._token_span(token), str(token))
 
     # ------------------------------------------------------------- functions
 
@@ -180,14 +161,6 @@ class _AstBuilder(Transformer[Token, Any]):
         return_type, name, params, body = children
         return ast.Function(
             self._span(meta), str(name), self._token_span(name), return_type, params or (), body
-        )
-
-    def params(self, meta: Any, children: list[Any]) -> tuple[ast.Param, ...]:
-        """The parameters in order; an unnamed one (`bool`) gets a name from its position, which no
-        source can spell (nothing may refer to it) and the emitted kernel can use."""
-        return tuple(
-            param if param.named else replace(param, name=f"unnamed_param_{index}")
-            for index, param in enumerate(children)
         )
 
     def void_return(self, meta: Any, children: list[Any]) -> ast.TypeRef:
@@ -204,78 +177,6 @@ class _AstBuilder(Transformer[Token, Any]):
         is_global, type_name, shape, name = children
         type_ref = ast.TypeRef(self._span(meta), type_name, shape)
         return ast.Param(self._span(meta), type_ref, str(name), self._token_span(name), is_global is not None)
-
-    def _signature_param(
-        self,
-        meta: Any,
-        is_global: Token | None,
-        type_name: str,
-        shape: Any,
-        name: Token | None,
-        by_reference: bool,
-    ) -> ast.Param:
-        type_ref = ast.TypeRef(self._span(meta), type_name, shape)
-        if name is None:
-            return ast.Param(
-                self._span(meta), type_ref, "", self._span(meta), is_global is not None, by_reference, False
-            )
-        return ast.Param(
-            self._span(meta), type_ref, str(name), self._token_span(name), is_global is not None, by_reference
-        )
-
-    def shaped_param(self, meta: Any, children: list[Any]) -> ast.Param:
-        """`f32 mdspan<2> a`, `f32 mdspan[M, N] &b`."""
-        is_global, type_name, shape, amp, name = children
-        return self._signature_param(meta, is_global, type_name, shape, name, amp is not None)
-
-    def shaped_ref_param(self, meta: Any, children: list[Any]) -> ast.Param:
-        """`f32 [N] &out`: the caller's array, written back."""
-        is_global, type_name, shape, _amp, name = children
-        return self._signature_param(meta, is_global, type_name, shape, name, True)
-
-    def unnamed_shaped_param(self, meta: Any, children: list[Any]) -> ast.Param:
-        is_global, type_name, shape = children
-        return self._signature_param(meta, is_global, type_name, shape, None, False)
-
-    def scalar_ref_param(self, meta: Any, children: list[Any]) -> ast.Param:
-        is_global, type_name, _amp, name = children
-        return self._signature_param(meta, is_global, type_name, None, name, True)
-
-    def unnamed_param(self, meta: Any, children: list[Any]) -> ast.Param:
-        is_global, type_name = children
-        return self._signature_param(meta, is_global, type_name, None, None, False)
-
-    def stream_param(self, meta: Any, children: list[Any]) -> ast.Param:
-        """`stream s`: the CUDA stream the caller passes, for `parallel<s>`."""
-        _keyword, name = children
-        return self._signature_param(meta, None, ast.STREAM_TYPE, None, name, False)
-
-    def any_rank(self, meta: Any, children: list[Any]) -> tuple[ast.Expr, ...]:
-        """`mdspan<2>`: two dimensions of any size, each bound from the argument."""
-        rank = _parse_int(children[0])[0]
-        return tuple(ast.AnyDim(self._span(meta)) for _ in range(rank))
-
-    def keyword_shape(self, meta: Any, children: list[Any]) -> tuple[ast.Expr, ...]:
-        return tuple(children[0])
-
-    def unbounded_dim(self, meta: Any, children: list[Any]) -> ast.AnyDim:
-        return ast.AnyDim(self._span(meta), unbounded=True)
-
-    def stream_binding(self, meta: Any, children: list[Any]) -> ast.Name:
-        return self._name(children[0])
-
-    def tuple_derivation(self, meta: Any, children: list[Any]) -> ast.Index:
-        """`t {(2), (0), 5}`: an ituple made from the elements of `t`."""
-        name, indices = children
-        return ast.Index(self._span(meta), self._name(name), tuple(indices), braced=True)
-
-    def word_stmt(self, meta: Any, children: list[Any]) -> ast.ExprStmt:
-        """`swap a, b;`: the same statement as `swap(a, b);`."""
-        word, *names = children
-        callee = self._name(word)
-        return ast.ExprStmt(
-            self._span(meta), ast.Call(self._span(meta), callee, tuple(map(self._name, names)))
-        )
 
     def type_name(self, meta: Any, children: list[Any]) -> str:
         word = str(children[0])
@@ -331,7 +232,7 @@ class _AstBuilder(Transformer[Token, Any]):
         ]
 
     def arrivals(self, meta: Any, children: list[Any]) -> int:
-        return _parse_int(children[0])[0]
+        return parse_int(children[0])[0]
 
     def event_declarator(self, meta: Any, children: list[Any]) -> tuple[Any, ...]:
         name, dims, ready = children
@@ -342,11 +243,11 @@ class _AstBuilder(Transformer[Token, Any]):
         return ast.ShapeDecl(self._span(meta), str(name), self._token_span(name), value, rank)
 
     def mdspan_type(self, meta: Any, children: list[Any]) -> int | None:
-        return _parse_int(children[0])[0] if children[0] is not None else None
+        return parse_int(children[0])[0] if children[0] is not None else None
 
     def tuple_decl(self, meta: Any, children: list[Any]) -> ast.TupleDecl:
         size, name, value = children
-        size_value = _parse_int(size)[0] if size is not None else None
+        size_value = parse_int(size)[0] if size is not None else None
         return ast.TupleDecl(self._span(meta), str(name), self._token_span(name), value, size_value)
 
     # ------------------------------------------------------------ statements
@@ -658,7 +559,7 @@ class _AstBuilder(Transformer[Token, Any]):
         return self._name(children[0])
 
     def int_literal(self, meta: Any, children: list[Any]) -> ast.IntLiteral:
-        value, unsigned = _parse_int(children[0])
+        value, unsigned = parse_int(children[0])
         text = str(children[0])
         long = "ll" in text.lower()
         return ast.IntLiteral(self._span(meta), value, unsigned, long, text)
@@ -784,18 +685,6 @@ def _qualifier(token: Token) -> str:
 def _unescape(text: str) -> str:
     """A string literal's characters: C's escapes `\\n`, `\\t`, `\\"` and `\\\\` as what they stand for."""
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
-
-
-def _parse_int(token: Token) -> tuple[int, bool]:
-    """The value and signedness of an integer literal; past 20 digits only that it is wider than 64 bits
-    matters (the analysis reports it), and `int` would refuse a decimal string of 4,301 digits."""
-    text = str(token)
-    digits = text.rstrip("uUlL")
-    unsigned = "u" in text[len(digits) :].lower()
-    hexadecimal = digits[:2].lower() == "0x"
-    if len(digits.lstrip("0")) > 20 and not hexadecimal:
-        return 1 << 64, unsigned  # a value that no 64-bit type holds
-    return int(digits, 16 if hexadecimal else 10), unsigned
 
 
 def _flatten(items: Iterable[Any]) -> Iterable[ast.Stmt]:
