@@ -921,10 +921,13 @@ CHOREO_DEVICE void store_pair(bf16* out, float a, float b) {
 // each element to T. The fragment layout: thread t of the warpgroup (warp w = t / 32, lane l) holds in
 // register j * 4 + r of each fragment the element at row w * 16 + l / 4 + 8 * (r / 2), column
 // j * 8 + (l % 4) * 2 + r % 2; both columns of a pair are stored together where the tile allows.
+// `rows` and `columns` (mma.store.mask) leave out the elements at or past them: the tail of a tile that
+// reaches past the end of the array.
 template <int N, int Tiles, int Swizzle, class T, class A>
-__device__ inline void store_accumulator(const A* acc, T* out, int row_stride) {
+__device__ inline void store_accumulator(const A* acc, T* out, int row_stride, int rows = Tiles * 64,
+                                         int columns = N) {
   const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
-  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0;
+  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0;
   unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
 #pragma unroll
   for (int tile = 0; tile < Tiles; ++tile) {
@@ -937,12 +940,14 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride) {
         const int i = tile * (N / 2) + j * 4 + half * 2;
         const unsigned offset = swizzled<Swizzle>((row * row_stride + column) * sizeof(T));
         T* at = reinterpret_cast<T*>(bytes + offset);
+        if (row >= rows || column >= columns) continue;
         if (paired) {
           store_pair(at, fragment_value(acc, i), fragment_value(acc, i + 1));
         } else {
           store_element(at, fragment_value(acc, i));
-          store_element(reinterpret_cast<T*>(bytes + swizzled<Swizzle>((row * row_stride + column + 1) * sizeof(T))),
-                        fragment_value(acc, i + 1));
+          if (column + 1 < columns)
+            store_element(reinterpret_cast<T*>(bytes + swizzled<Swizzle>((row * row_stride + column + 1) * sizeof(T))),
+                          fragment_value(acc, i + 1));
         }
       }
     }

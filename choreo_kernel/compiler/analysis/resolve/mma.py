@@ -54,7 +54,7 @@ class MmaRules(ResolverBase):
                 return None
             return Fragment(value) if isinstance(value, Data) else None
         if words and words[0] == "store":
-            self._mma_store(stmt, context)
+            self._mma_store(stmt, words[1:], context)
             return None
         if len(words) >= 2 and words[0] in ("row", "col") and words[1] in ("row", "col") and len(words) == 2:
             return self._mma_exec(stmt, words[0], words[1], context)
@@ -95,9 +95,22 @@ class MmaRules(ResolverBase):
             )
         return None
 
-    def _mma_store(self, stmt: ast.OperationStmt, context: Context) -> None:
+    def _mma_store(self, stmt: ast.OperationStmt, words: list[str], context: Context) -> None:
         operation = stmt.operation
-        if len(operation.args) != 2:
+        if words not in ([], ["mask"]):
+            self._unknown_operation(operation, "expected mma.store or mma.store.mask")
+            return
+        if words == ["mask"]:
+            if len(operation.args) not in (3, 4):
+                self.error(
+                    "'mma.store.mask ACC, DST, ROWS[, COLUMNS];' takes an accumulator, a destination and how many "
+                    "of its rows (and columns) to write",
+                    operation.span,
+                )
+                return
+            for count in operation.args[2:]:
+                self._int_expr(count, "a count of rows or columns")
+        elif len(operation.args) != 2:
             self.error("'mma.store ACC, DST;' takes an accumulator and a destination", operation.span)
             return
         accumulator = self._expr(operation.args[0])
