@@ -268,7 +268,11 @@ class View:
         """The tile as a NumPy view of the base (one offset for every thread)."""
         itemsize = self.base.itemsize
         flat = self.flat[self.offset :]
-        return as_strided(flat, self.dims, tuple(stride * itemsize for stride in self.strides))
+        # as_strided cannot rebuild some ml_dtypes types from their array interface (f8_e5m2 is '<f1'):
+        # stride their bits, then view them as the type again
+        bits = flat.view(f"u{itemsize}") if itemsize in (1, 2, 4, 8) else flat
+        tile = as_strided(bits, self.dims, tuple(stride * itemsize for stride in self.strides))
+        return tile.view(self.base.dtype)
 
     def read(self) -> np.ndarray:
         """The tile: of `shape`, or `(threads, *shape)` when it differs between threads."""

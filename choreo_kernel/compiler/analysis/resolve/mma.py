@@ -29,6 +29,7 @@ from choreo_kernel.compiler.analysis.values import (
 from choreo_kernel.compiler.diagnostics import Note
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 
+F16_ACCUMULATED = ("f16", "f8_e4m3", "f8_e5m2")  # the operands WGMMA accumulates in f16 (PTX ISA 9.7.15.5)
 WGMMA_TYPES = {"f16": 16, "bf16": 16, "tf32": 8, "f8_e4m3": 32, "f8_e5m2": 32, "s8": 32, "u8": 32}
 
 
@@ -285,8 +286,8 @@ class MmaRules(ResolverBase):
                 + ", ".join(problems),
                 operation.span,
             )
-        if isinstance(accumulator, Accumulator) and accumulator.elem == "f16" and elem != "f16":
-            self.hopper_rule(f"an f16 accumulator needs f16 operands, got {elem}", operation.span)
+        if isinstance(accumulator, Accumulator) and accumulator.elem == "f16" and elem not in F16_ACCUMULATED:
+            self.hopper_rule(f"an f16 accumulator needs f16 or f8 operands, got {elem}", operation.span)
 
     def _infer_accumulator(
         self, symbol: Symbol, shape: tuple[Dim, Dim], operation: ast.Operation, acc_expr: ast.Expr
