@@ -157,7 +157,10 @@ def problem(element: str, m: int, n: int, k: int) -> Problem:
     ta, tb = torch.as_tensor(lhs, device="cuda").to(dtype), torch.as_tensor(rhs, device="cuda").to(dtype)
     if element == "bf16":
         call: Callable[[], Any] = lambda: torch.matmul(ta, tb.T)  # noqa: E731
-        ours = (cupy.asarray(ta.view(torch.uint16)), cupy.asarray(tb.view(torch.uint16)))
+        ours = (
+            cupy.asarray(ta.view(torch.int16)).view(cupy.uint16),
+            cupy.asarray(tb.view(torch.int16)).view(cupy.uint16),
+        )
     else:
         one = torch.ones((), device="cuda", dtype=torch.float32)
         call = lambda: torch._scaled_mm(ta, tb.T, scale_a=one, scale_b=one, out_dtype=torch.float16)  # noqa: E731
