@@ -45,3 +45,48 @@ def test_tails_are_written_and_match_numpy(
 def test_the_epilogue_stores_masked(program: str) -> None:
     source = _compile(program, {}, "cuda").cuda_source
     assert "store_accumulator<256, 1, 0>(acc, " in source and "M - row * 64, N - " in source
+
+
+class _DeviceBits:
+    """What a device array of bf16 bits looks like to the signature check (no GPU needed)."""
+
+    __cuda_array_interface__: dict[str, object] = {}
+
+    def __init__(self, dtype: object, shape: tuple[int, ...]) -> None:
+        self.dtype = np.dtype(dtype)  # type: ignore[call-overload]
+        self.shape = shape
+
+
+def test_a_device_array_of_bits_passes_for_a_type_cupy_lacks() -> None:
+    """bench/gemm.py hands the bf16 and FP8 kernels PyTorch's tensors as their bits (CuPy has no such
+    dtypes); a host array must still have its own dtype."""
+    from choreo_kernel.compiler.driver import analyze
+    from choreo_kernel.runtime.signature import bind_arguments
+
+    source = "__co__ void f(bf16 [4] a, f8_e4m3 [4] b) { }"
+    function = analyze(source, target="cuda").functions["f"].function
+    bind_arguments(function, [_DeviceBits(np.uint16, (4,)), _DeviceBits(np.uint8, (4,))])
+    with pytest.raises(ck.ChoreoError, match="element type bf16, got uint16"):
+        bind_arguments(function, [np.zeros(4, np.uint16), _DeviceBits(np.uint8, (4,))])
+    with pytest.raises(ck.ChoreoError, match="element type f8_e4m3, got uint16"):
+        bind_arguments(function, [_DeviceBits(np.uint16, (4,)), _DeviceBits(np.uint16, (4,))])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("element", ["bf16", "f8_e4m3"])
+def test_bench_gemm_takes_device_bits_and_tails_on_the_gpu(element: str) -> None:
+    """As bench/gemm.py calls it: device arrays of the operands' bits, a shape with tails, against NumPy."""
+    import cupy  # type: ignore[import-not-found]
+
+    m, n, k = 200, 264, 272
+    rng = np.random.default_rng(16)
+    lhs = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(TYPES[element])
+    rhs = (rng.random((n, k), dtype=np.float32) * 2 - 1).astype(TYPES[element])
+    bits = np.uint16 if element == "bf16" else np.uint8
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+    defines = {"ELEM": element, **({"BK": 128} if element == "f8_e4m3" else {})}
+    gemm = _compile("gemm_ws", defines, "cuda").function("gemm_ws")
+    gemm(cupy.asarray(lhs.view(bits)), cupy.asarray(rhs.view(bits)), out)
+    expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
+    result = out.get().astype(np.float32)
+    assert np.abs(result - expected).max() <= 1e-2 * np.abs(expected).max()

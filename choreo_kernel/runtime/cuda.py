@@ -54,7 +54,7 @@ from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, sh
 from choreo_kernel.compiler.semantics.launch import check_block_threads
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, write_atomically
-from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
@@ -71,12 +71,7 @@ UNIT = "choreo.cu"  # NVRTC's name for the emitted CUDA: the file its line info 
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
 TENSOR_MAPS_KEPT = 256  # encoded tensor maps remembered per compiled source
 # Narrow types have no CuPy dtype: their arrays travel as the unsigned integers of the same width.
-_STORAGE: dict[str, np.dtype] = {
-    "bf16": np.dtype(np.uint16),
-    "f8_e4m3": np.dtype(np.uint8),
-    "f8_e5m2": np.dtype(np.uint8),
-    **dict.fromkeys(SUB_BYTE_BITS, np.dtype(np.uint8)),
-}
+_STORAGE: dict[str, np.dtype] = {**DEVICE_BITS, **dict.fromkeys(SUB_BYTE_BITS, np.dtype(np.uint8))}
 
 
 def _cupy() -> Any:
