@@ -72,7 +72,11 @@ def element_type_of(dtype: object) -> str | None:
 
 # Types that CuPy has no dtype for: a device array of them holds their bits in unsigned integers of the
 # same width (a PyTorch bf16 or float8 tensor viewed as int16 or uint8, say).
-DEVICE_BITS = {"bf16": np.dtype(np.uint16), "f8_e4m3": np.dtype(np.uint8), "f8_e5m2": np.dtype(np.uint8)}
+DEVICE_BITS: dict[str, np.dtype] = {
+    "bf16": np.dtype(np.uint16),
+    "f8_e4m3": np.dtype(np.uint8),
+    "f8_e5m2": np.dtype(np.uint8),
+}
 
 
 def accepts(element: str, dtype: object, device: bool = False) -> bool:
