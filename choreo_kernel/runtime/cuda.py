@@ -568,6 +568,7 @@ class CudaFunction:
             return None
         site_index = int(status[1])
         status[:] = 0
+        self.backend.module.get_global("choreo_launch_gave_up").memset(0, 4)  # the blocks' copy of it
         sites = self.plan.wait_sites
         site = sites[site_index] if site_index < len(sites) else None
         return site_failure(
