@@ -9,7 +9,8 @@ out = lhs · rhsᵀ with lhs [M, K] and rhs [N, K] ("TN", both K-major), f32 acc
 
 The programs: bench/gemm_ws.co (one accumulator per consumer warpgroup; counts tiles with cdiv, so it
 is correct for any M, N and K; -D ELEM/BK/ACC for bf16 and FP8), bench/gemm_ws_persistent.co (the
-same, persistent: one block per SM walks the tiles, its ring running on across them), and
+same, persistent: one block per SM walks the tiles, its ring running on across them; with TMA_STORE=1
+its epilogue is an asynchronous TMA store drained a tile later), and
 bench/gemm_ws_paired.co and bench/gemm_ws_pipelined.co (f16, multiples of the tile only). Each shape gets fresh random inputs; each
 variant writes into an output poisoned with NaN, which must be fully written and match the reference
 (relative max error) before it is timed. Timings are CUDA events around single calls queued back to
@@ -82,6 +83,7 @@ def grid(element: str) -> list[Variant]:
     shapes = {"f8_e4m3": ((256, 3), (256, 4), (128, 6))}.get(element, ((256, 3), (256, 4), (128, 4)))
     variants = [Variant("gemm_ws", {"BN": bn, "STAGES": s, **types}) for bn, s in shapes]
     variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 4, **types}))
+    variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 3, "TMA_STORE": 1, **types}))
     if element == "f16":
         variants += [
             Variant("gemm_ws_persistent", {"BN": 128, "STAGES": 5}),

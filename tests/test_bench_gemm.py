@@ -17,6 +17,7 @@ CASES = [
     ("gemm_ws", "f16", {"BN": 128, "STAGES": 2}, (200, 136, 72)),
     ("gemm_ws", "f8_e4m3", {"BN": 128, "STAGES": 2, "BK": 128}, (136, 136, 144)),
     ("gemm_ws_persistent", "bf16", {"BN": 128, "STAGES": 3, "BLOCKS": 3}, (300, 264, 136)),
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 3, "TMA_STORE": 1}, (300, 264, 136)),
 ]
 
 
@@ -45,6 +46,15 @@ def test_tails_are_written_and_match_numpy(
 def test_the_epilogue_stores_masked(program: str) -> None:
     source = _compile(program, {}, "cuda").cuda_source
     assert "store_accumulator<256, 1, 0>(acc, " in source and "M - row * 64, N - " in source
+
+
+def test_a_store_drained_a_tile_later_is_a_bulk_wait() -> None:
+    """The TMA-store epilogue waits the previous tile's store (a future named before, in the source,
+    the store that binds it) with the bulk-copy wait, not with cp.async's."""
+    source = _compile("gemm_ws_persistent", {"STAGES": 3, "TMA_STORE": 1}, "cuda").cuda_source
+    wait = source.index("// line 76: wait stored;")
+    assert "choreo::bulk_wait_group();" in source[wait : wait + 200]
+    assert "cp_async_wait" not in source and "choreo::tma_store(&out_tma" in source
 
 
 class _DeviceBits:
