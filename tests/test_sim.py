@@ -378,10 +378,16 @@ __co__ f32 [64] shifted(f32 [64] x) {
 }"""
 
 
-def test_index_out_of_range_is_a_located_error() -> None:
+def _one_error(source: str, *arguments: Any) -> Any:
+    """The one diagnostic that running `source` on the sim raises."""
     with pytest.raises(ck.ChoreoError) as raised:
-        _run(OUT_OF_RANGE, np.zeros(64, np.float32))
+        _run(source, *arguments)
     (diagnostic,) = raised.value.diagnostics
+    return diagnostic
+
+
+def test_index_out_of_range_is_a_located_error() -> None:
+    diagnostic = _one_error(OUT_OF_RANGE, np.zeros(64, np.float32))
     assert diagnostic.line == 5
     assert "64" in diagnostic.message and "0..63" in diagnostic.message
 
@@ -531,9 +537,7 @@ DMA_OF_A_TAIL = """__co__ f32 [M] tails(f32 [M] x) {
 
 def test_only_tma_copies_and_masked_stores_take_a_tail_tile() -> None:
     """A tile past the end of the array is a located range error for a dma copy, and fine for TMA."""
-    with pytest.raises(ck.ChoreoError) as raised:
-        _run(DMA_OF_A_TAIL, np.zeros(100, np.float32))
-    (diagnostic,) = raised.value.diagnostics
+    diagnostic = _one_error(DMA_OF_A_TAIL, np.zeros(100, np.float32))
     assert diagnostic.line == 5
     assert "the tile index is 1, outside 0..0" in diagnostic.message and "TMA" in diagnostic.message
     x = np.arange(100, dtype=np.float32)
