@@ -21,6 +21,7 @@ with the driver's error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -293,6 +294,13 @@ class CudaBackend:
             2, dtype=np.uint32
         )  # the counters of cooperative launches' grid syncs
         self.functions: dict[str, CudaFunction] = {}
+
+    def clear_gave_up(self) -> None:
+        """Clear the blocks' device copy of the Status's `failed` (choreo_launch_gave_up), once the host has
+        reported it. Where the failure also lost the context, nothing runs on it again: leave it."""
+        lost = (self.cupy.cuda.runtime.CUDARuntimeError, self.cupy.cuda.driver.CUDADriverError)
+        with contextlib.suppress(*lost):
+            self.module.get_global("choreo_launch_gave_up").memset(0, 4)
 
     def kernel(self, launch: Launch, shared_bytes: int) -> Any:
         """The loaded kernel of a launch, its dynamic shared-memory limit raised where it needs more than
@@ -568,7 +576,7 @@ class CudaFunction:
             return None
         site_index = int(status[1])
         status[:] = 0
-        self.backend.module.get_global("choreo_launch_gave_up").memset(0, 4)  # the blocks' copy of it
+        self.backend.clear_gave_up()
         sites = self.plan.wait_sites
         site = sites[site_index] if site_index < len(sites) else None
         return site_failure(
