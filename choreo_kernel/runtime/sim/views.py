@@ -119,7 +119,7 @@ class View:
     def tile(self, extents: list[int], steps: list[int], indices: list[Any]) -> View:
         """`subspan(extents).step(steps).at(indices)`: the tile starting at `index * step`."""
         self._rank_check(len(indices), "at")
-        edge, error = [], ""
+        error = ""
         tails = self._is_array()
         for size, extent, step, index in zip(self.dims, extents, steps, indices):
             limit = (size - extent) // step + 1
@@ -127,12 +127,15 @@ class View:
                 check_range(index, limit, "the tile index")
             elif not error:
                 error = range_message(index, limit, "the tile index")
-            edge.append(np.clip(size - np.asarray(index) * step, 0, extent))
         moves = [step * stride for step, stride in zip(steps, self.strides)]
         offset = self._moved(indices, moves)
         if not error:
             return View(self.base, offset, tuple(extents), self.strides)
-        return View(self.base, offset, tuple(extents), self.strides, tuple(edge), error)
+        edge = tuple(
+            np.clip(size - np.asarray(index) * step, 0, extent)
+            for size, extent, step, index in zip(self.dims, extents, steps, indices)
+        )
+        return View(self.base, offset, tuple(extents), self.strides, edge, error)
 
     def _is_array(self) -> bool:
         """The whole of its base array, whose edges are a TMA tensor map's."""
