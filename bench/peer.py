@@ -14,6 +14,11 @@ is put in one class from its `// RUN:` lines:
   `-arch=sm_*`, `-gs`): check passes (no error), emit writes CUDA, and with --nvcc, nvcc builds an
   sm_90a cubin from it. Preprocessor-only runs (-E), other targets (-t cc, hip) and other tools
   (copp) are left out. Defines on the RUN line (`-DNAME=V`) are applied.
+- parse: files whose every RUN line stops Croqtile after parsing (`choreo -e`, which prints the AST):
+  counted as parsed when our parser accepts them; they need not be whole programs (a function
+  that returns a value may have no `return`).
+- front-end: files whose RUN lines stop Croqtile after its analyses (`-i`, `-vn`, `--stop-after`):
+  counted when the analysis reports no error; the CUDA lowering's limits do not count there.
 - end2end: the compile files under tests/gpu/end2end, reported on their own.
 Prints the rates and, with --show, every file of a class with its first problem.
 """
@@ -38,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 from choreo_kernel.compiler.cuda import emit_program  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
 
+PARSE_ONLY = re.compile(r"(^|\s)-e(\s|$)")
+FRONT_END_ONLY = re.compile(r"(^|\s)(-i|-vn|--stop-after[= ]\S+)(\s|$)")
 OTHER_TOOLS = re.compile(r"^(copp|true)\b|-t (cc|hip)\b|gfx\d|(^|\s)-E(\s|$)")
 CROQTILE_OPTIONS = ("cli/", "others/input_existance", "lit-self/")
 FILLER = frozenset(
@@ -81,7 +88,7 @@ FILLER = frozenset(
 @dataclass
 class Result:
     path: str
-    kind: str  # compile, must-fail
+    kind: str  # compile, parse, front-end, must-fail
     checked: bool = False  # compile: no error; must-fail: an error
     emitted: bool = False
     built: bool | None = None  # None: nvcc not run
@@ -107,6 +114,10 @@ def classify(relative: str, text: str) -> str | None:
         return None if relative.startswith(CROQTILE_OPTIONS) else "must-fail"
     if any(OTHER_TOOLS.search(line) for line in lines):
         return None
+    if all(PARSE_ONLY.search(line) for line in lines):
+        return "parse"
+    if all(PARSE_ONLY.search(line) or FRONT_END_ONLY.search(line) for line in lines):
+        return "front-end"
     return "compile"
 
 
@@ -151,6 +162,11 @@ def measure(path: Path, relative: str, kind: str) -> Result:
         result.problem = f"internal error: {type(error).__name__}: {error}"
         return result
     errors = [d for d in analysis.diagnostics if d.severity == "error"]
+    if kind == "parse":
+        errors = [d for d in errors if d.message.startswith("syntax error")]
+    elif kind == "front-end" and analysis.lowered is not None:
+        lowering = {id(d) for found in analysis.lowered.errors.values() for d in found}
+        errors = [d for d in errors if id(d) not in lowering]
     if kind == "must-fail":
         result.checked = bool(errors)
         result.expected = expected_message(text)
@@ -161,6 +177,8 @@ def measure(path: Path, relative: str, kind: str) -> Result:
     result.checked = not errors
     if errors:
         result.problem = f"{errors[0].line}:{errors[0].column}: {errors[0].message}"
+        return result
+    if kind != "compile":
         return result
     try:
         result.cuda = emit_program(analysis, self_contained=True)
@@ -203,7 +221,12 @@ def main() -> None:
     parser.add_argument("tests", type=Path, help="Croqtile's tests/ folder")
     parser.add_argument("--nvcc", action="store_true", help="also build every emitted program with nvcc")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--show", choices=("compile", "must-fail", "end2end"), action="append", default=[])
+    parser.add_argument(
+        "--show",
+        choices=("compile", "must-fail", "end2end", "parse", "front-end"),
+        action="append",
+        default=[],
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     results = []
@@ -222,6 +245,7 @@ def main() -> None:
             list(pool.map(lambda r: build(r, Path(directory), nvcc), emitted))
     compile_results = [r for r in results if r.kind == "compile"]
     must_fail = [r for r in results if r.kind == "must-fail"]
+    stopped_early = {kind: [r for r in results if r.kind == kind] for kind in ("parse", "front-end")}
     end2end = [r for r in compile_results if r.path.startswith("gpu/end2end/")]
     print(
         f"{len(results)} programs measured, {len(skipped)} left out (other targets, tools, Croqtile's options)"
@@ -233,6 +257,10 @@ def main() -> None:
             f"emit {rate(sum(r.emitted for r in group), len(group))}"
             + (f", nvcc sm_90a {rate(built, len(group))}" if args.nvcc else "")
         )
+    for name, group in stopped_early.items():
+        print(
+            f"{name:9} accepted {rate(sum(r.checked for r in group), len(group))} (Croqtile stops there too)"
+        )
     print(
         f"must-fail rejected {rate(sum(r.checked for r in must_fail), len(must_fail))}, "
         f"for the reason the test names {rate(sum(r.same_reason for r in must_fail), len(must_fail))}"
@@ -242,10 +270,15 @@ def main() -> None:
     for reason, count in reasons.most_common(15):
         print(f"  {count:4}  {reason}")
     for show in args.show:
-        group = {"compile": compile_results, "must-fail": must_fail, "end2end": end2end}[show]
+        group = {"compile": compile_results, "must-fail": must_fail, "end2end": end2end, **stopped_early}[
+            show
+        ]
         print(f"\n{show}:")
         for r in group:
-            ok = r.same_reason if show == "must-fail" else (r.built if args.nvcc else r.emitted)
+            if show in stopped_early:
+                ok = r.checked
+            else:
+                ok = r.same_reason if show == "must-fail" else (r.built if args.nvcc else r.emitted)
             mark = "ok " if ok else "-- "
             extra = f"   expected: {r.expected[:120]}" if show == "must-fail" and not r.same_reason else ""
             print(f"{mark}{r.path}: {r.problem[:140]}{extra}")

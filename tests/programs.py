@@ -65,3 +65,18 @@ __co__ void guarded(f32 [32] x, global f32 [32] out) {
     }
   }
 }"""
+
+# A bounded ituple printed by `with` and by `foreach` (tests/test_control.py, test_gpu_control.py).
+TUPLE_PRINTS = """
+__co__ void tuples(s32 [4] x) {
+  ituple<2> b = {2, 3};
+  parallel p by 1 : block {
+    with idx in [b] {
+      println("with ", idx);
+    }
+    foreach i in [b] {
+      println("foreach ", i);
+    }
+  }
+}
+"""

@@ -22,12 +22,13 @@ __co__ void counts(f32 [2, 2, 2, 2] a) {
   }
 }
 """
-SYMBOLIC_WARPS = """\
+SYMBOLIC_PATHS = """\
 __co__ f32 [N] twice(f32 [N] x) {
   f32 [N] y;
-  parallel w by N / 32 : group {
-    parallel t by 32 : thread
-      y.at(w # t) = x.at(w # t) * 2.0f;
+  parallel t by N : thread {
+    inthreads.async (t == 0) {
+      y.at(t) = x.at(t) * 2.0f;
+    }
   }
   return y;
 }
@@ -48,10 +49,10 @@ def test_check_for_sim_does_not_lower() -> None:
 
 def test_compile_for_cuda_reports_the_lowering_without_a_gpu() -> None:
     with pytest.raises(ck.ChoreoError) as raised:
-        ck.compile(SYMBOLIC_WARPS, target="cuda")
+        ck.compile(SYMBOLIC_PATHS, target="cuda")
     (error,) = raised.value.diagnostics
-    assert (error.line, error.column) == (3, 12)
-    assert "block size depends on the arguments" in error.message and "a 'group' level" in error.message
+    assert (error.line, error.column) == (4, 5)
+    assert "block size depends on the arguments" in error.message and "independent paths" in error.message
 
 
 def test_more_shared_memory_than_a_block_has_is_a_check_error() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from programs import TUPLE_PRINTS
 
 import choreo_kernel as ck
 from choreo_kernel.compiler import ast, printer
@@ -390,3 +391,11 @@ def test_both_register_limits_warn_that_launch_bounds_is_not_applied() -> None:
     warnings = [d for d in ck.check(source) if d.severity == "warning"]
     assert [w.line for w in warnings] == [2] and "not applied" in warnings[0].message
     assert "__maxnreg__(64)" in ck.compile(source, target="cuda").cuda_source
+
+
+def test_a_bounded_ituple_prints_its_elements_current_values(capsys: pytest.CaptureFixture[str]) -> None:
+    ck.compile(TUPLE_PRINTS, target="sim").tuples(np.zeros(4, np.int32))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["with {0, 0}"] + [f"foreach {{{i}, {j}}}" for i in range(2) for j in range(3)]
+    cuda = ck.compile(TUPLE_PRINTS, target="cuda").cuda_source
+    assert 'printf("foreach {%lld, %lld}\\n"' in cuda

@@ -295,3 +295,24 @@ def test_a_syntax_error_in_a_pad_configuration_points_into_it() -> None:
     error = next(d for d in ck.check(source) if d.severity == "error")
     assert error.message.startswith("syntax error")
     assert (error.line, error.column) == (3, source.splitlines()[2].index("{0, 0}") + 1)
+
+
+@pytest.mark.parametrize(("shape", "tiles"), [((10, 7), (3, 4)), ((10, 6), (8, 4))])
+def test_a_modspan_without_at_is_where_the_whole_tiles_end_on_the_sim(
+    shape: tuple[int, int], tiles: tuple[int, int]
+) -> None:
+    """Without `.at`, a modspan is the tail after the last whole tile, not the tile at the origin."""
+    rows, cols = shape[0] % tiles[0], shape[1] % tiles[1]
+    source = f"""
+__co__ s32 [{rows}, {cols}] tail(s32 [{shape[0]}, {shape[1]}] a) {{
+  s32 [{rows}, {cols}] out;
+  parallel p by 1 : block {{
+    dma.copy a.modspan({tiles[0]}, {tiles[1]}) => out;
+  }}
+  return out;
+}}
+"""
+    a = np.arange(shape[0] * shape[1], dtype=np.int32).reshape(shape)
+    np.testing.assert_array_equal(
+        ck.compile(source, target="sim").tail(a), a[shape[0] - rows :, shape[1] - cols :]
+    )

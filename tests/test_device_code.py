@@ -297,6 +297,78 @@ __co__ f32 [32] g(f32 [32] x) {
     assert "__syncwarp()" in diagnostic.message and "one thread after the other" in diagnostic.message
 
 
+@needs_compiler
+def test_a_call_after_a_stopped_one_runs_without_the_old_failure() -> None:
+    """Each entry point clears what stopped the call before it, which was reported then."""
+    source = """\
+__device__ float checked(float v) { if (v < 0.0f) __syncwarp(); return 2.0f * v; }
+__co__ f32 [4] h(f32 [4] x) {
+  f32 [4] y;
+  parallel t by 4 : thread {
+    y.at(t) = call checked(x.at(t));
+  }
+  return y;
+}
+"""
+    module = ck.compile(source, target="sim", filename="h.co")
+    with pytest.raises(ck.ChoreoError, match="__syncwarp"):
+        module.h(np.full(4, -1.0, np.float32))
+    np.testing.assert_array_equal(module.h(np.ones(4, np.float32)), np.full(4, 2.0, np.float32))
+
+
+CALLS = """\
+__device__ int f() { return 1; }
+__device__ int g(int x) { return x; }
+__co__ void k(s32 [8] a) {
+  parallel p by 8 : thread {
+    mutable int r = 0;
+    BODY
+    a.at(p) = r;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["cuda", "sim"])
+def test_a_parenthesized_target_takes_the_result_of_a_call(target: str) -> None:
+    analysis = analyze(CALLS.replace("BODY", "(r) = call f();"), target=target)
+    assert analysis.diagnostics == []
+    (function,) = analysis.functions.values()
+    (call,) = function.device_calls.values()
+    assert call.result == "s32"
+
+
+def test_a_call_passed_to_a_call_is_one_error() -> None:
+    diagnostics = analyze(CALLS.replace("BODY", "call g(call f());"), target="cuda").diagnostics
+    assert [d.message for d in diagnostics] == [
+        "the result of device function 'f' has no type as the 1st argument of 'g': assign it to a typed "
+        "mutable scalar first (mutable int r = call ...)"
+    ]
+    assert (diagnostics[0].line, diagnostics[0].column) == (6, 12)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
+def test_device_code_from_a_cuda_cell_sees_the_cuda_target_macro(tmp_path: Path) -> None:
+    """A %%cuda cell's code is not preprocessed by Choreo: the header defines __CHOREO_CUDA__ for it."""
+    cell = cell_parts(
+        "#ifndef __CHOREO_CUDA__\n#error built without __CHOREO_CUDA__\n#endif\n"
+        "__device__ float twice(float v) { return 2.0f * v; }\n",
+        "cell[1]",
+    )
+    source = "__co__ f32 [4] f(f32 [4] x) {\n  f32 [4] y;\n  parallel t by 4 : thread {\n"
+    source += "    y.at(t) = call twice(x.at(t));\n  }\n  return y;\n}\n"
+    analysis = analyze(source, target="cuda", host_code=False, device_code=cell)
+    assert not analysis.has_errors
+    unit = tmp_path / "choreo.cu"
+    unit.write_text(emit_program(analysis, self_contained=True))
+    done = subprocess.run(
+        [NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "x.cubin"), str(unit)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 # ------------------------------------------------------------------ atomics on the sim
 
 

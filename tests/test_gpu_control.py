@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from programs import TUPLE_PRINTS
 
 import choreo_kernel as ck
 
@@ -77,3 +78,11 @@ def test_a_cooperative_launch_larger_than_the_gpu_holds_is_refused() -> None:
     small = np.zeros((4, 1024), np.float32)
     module.f(small)
     np.testing.assert_array_equal(small, 1)
+
+
+def test_a_bounded_ituple_prints_on_the_gpu_as_on_the_sim(capfd: pytest.CaptureFixture[str]) -> None:
+    for target in ("sim", "cuda"):
+        ck.compile(TUPLE_PRINTS, target=target).tuples(np.zeros(4, np.int32))
+    on_sim_and_gpu = capfd.readouterr().out.splitlines()
+    half = len(on_sim_and_gpu) // 2
+    assert half == 7 and on_sim_and_gpu[:half] == on_sim_and_gpu[half:]

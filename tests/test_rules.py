@@ -402,3 +402,58 @@ def test_check_reports_and_does_not_raise_on_bad_input() -> None:
         assert isinstance(diagnostics, list)
         for d in diagnostics:
             assert d.line >= 1 and d.column >= 1
+
+
+REASSIGNED = """\
+__co__ void k(global f32 [4, 64] x) {
+  parallel b by 4 : block {
+    shared f32 [64] tile;
+    load = dma.copy.async x.at(b) => shared;
+    wait load;
+    event e;
+    f32 v = 1.0f;
+    ASSIGN
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("assign", "advice"),
+    [
+        ("v = 2.0f;", "(declare it as 'mutable f32 v = ...')"),
+        (
+            "tile = x.at(b);",
+            "copy into it ('dma.copy SRC => tile;') or assign its elements ('tile.at(i) = ...')",
+        ),
+        ("load = x.at(b);", "give the new copy another name, or rotate futures with swap(...)"),
+        ("e = e;", "signal it with 'trigger e;'"),
+    ],
+)
+def test_an_immutable_is_given_advice_that_fits_what_it_is(assign: str, advice: str) -> None:
+    (diagnostic,) = _check(REASSIGNED.replace("ASSIGN", assign))
+    assert diagnostic.line == 8 and diagnostic.message.endswith(advice), diagnostic.message
+    assert "mutable int" not in diagnostic.message
+
+
+@pytest.mark.parametrize("condition", ["full && ready", "!ready && full", "full && (ready || full)"])
+def test_a_bool_in_an_event_predicate_is_one_error(condition: str) -> None:
+    source = BY_NAME["while_event_mixed_with_bool.co"].source.replace("full && ready", condition)
+    (diagnostic,) = _check(source)
+    assert diagnostic.message.startswith("requires an event predication expression: 'ready' is bool")
+
+
+@pytest.mark.parametrize("statement", ["launch_bounds(128);", "undeclared_name;", "x.at(t) + nothing;"])
+def test_a_wrong_expression_statement_is_one_error_without_a_no_effect_warning(statement: str) -> None:
+    source = (
+        f"__co__ void f(global f32 [32] x) {{\n  parallel t by 32 : thread {{\n    {statement}\n  }}\n}}\n"
+    )
+    (diagnostic,) = _check(source)
+    assert diagnostic.severity == "error" and diagnostic.line == 3
+
+
+def test_an_expression_statement_without_effect_is_still_a_warning() -> None:
+    (diagnostic,) = _check(
+        "__co__ void f(global f32 [32] x) {\n  parallel t by 32 : thread {\n    x.at(t) * 2.0f;\n  }\n}\n"
+    )
+    assert diagnostic.severity == "warning" and "has no effect" in diagnostic.message

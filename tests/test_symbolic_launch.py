@@ -49,7 +49,6 @@ def test_a_block_the_arguments_size_runs_for_several_sizes() -> None:
 @pytest.mark.parametrize(
     ("body", "what"),
     [
-        ("parallel w by W : group { parallel l by 32 : thread { y.at(w) = 1.0f; } }", "a 'group' level"),
         ("parallel t by W : thread { shared event e; trigger e; }", "events"),
         (
             "parallel t by W : thread { inthreads.async (t == 0) { y.at(t) = 1.0f; } }",
@@ -77,11 +76,11 @@ def test_a_thread_count_the_kernel_computes_cannot_size_the_block() -> None:
     source = """
 __co__ void f(f32 [N] y) {
   parallel b by 1 : block {
-    int half = y.span(0) / 2;
-    parallel t by half : thread
+    int halves = y.span(0) / 2;
+    parallel t by halves : thread
       y.at(t) = 1.0f;
   }
 }
 """
     errors = _errors(source)
-    assert errors and "uses 'half', which the kernel computes" in errors[0].message
+    assert errors and "uses 'halves', which the kernel computes" in errors[0].message

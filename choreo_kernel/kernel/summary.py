@@ -72,7 +72,10 @@ def _kernel_text(kernel: Kernel) -> str:
     else:
         shared = "no shared memory"
     if kernel.shared_sized_at_launch:
-        shared = f"{format_bytes(kernel.shared_bytes or 0)} shared and more set by the arguments"
+        fixed = (
+            f"{format_bytes(kernel.shared_bytes)} shared and more" if kernel.shared_bytes else "shared memory"
+        )
+        shared = f"{fixed} set by the arguments"
     return f"{threads}, {shared}"
 
 

@@ -41,9 +41,9 @@ KEYWORDS = {
     "local": "storage of one instance per thread, declared in a thread-level scope (`%docs types`).",
     "global": "device memory: host-level buffers, and parameters used in place (`%docs programs`, `%docs types`).",
     "mutable": "`mutable int k = 0;` a scalar that can be re-assigned and incremented (`%docs types`).",
-    "mdspan": "`mdspan<2> s : [128, 64];` a shape (`%docs types`).",
+    "mdspan": "`mdspan<2> s : [128, 64];` a shape (`%docs tuples`).",
     "ituple": "`ituple<3> t = {1, 2, 3};` an integer tuple; `{t, 5}` concatenates, `t {(1), (0)}` "
-    "permutes (`%docs types`).",
+    "permutes (`%docs tuples`).",
     "stream": "`stream s` a parameter that takes a CUDA stream (a CuPy stream, or None); `parallel<s>` "
     "launches a kernel on it (`%docs parallelism`).",
     "void": "a function that returns nothing (`%docs programs`).",
@@ -64,10 +64,10 @@ KEYWORDS = {
     "assert": '`assert(cond, "message");` checked at compile time where the condition is known, else when it '
     "runs (before the kernels at host level); a failure is an error naming the statement (`%docs control`).",
     "print": '`print(a, " ", b);` writes its arguments when it runs, once per instance of its level; '
-    "`print!` writes what the compiler knows of them, as it compiles (`%docs control`).",
-    "println": "`println(...)` is `print(...)` and a new line; `println!` prints at compile time (`%docs control`).",
+    "`print!` writes what the compiler knows of them, as it compiles (`%docs printing`).",
+    "println": "`println(...)` is `print(...)` and a new line; `println!` prints at compile time (`%docs printing`).",
     "cooperative": "`parallel b by N : block<cooperative>` launches every block at once, so that "
-    "`sync.barrier : block` can make the whole grid meet (`%docs parallelism`).",
+    "`sync.barrier : block` can make the whole grid meet (`%docs control`, `%docs hints`).",
 }
 
 OPERATIONS = {
@@ -104,9 +104,9 @@ OPERATIONS = {
     "inthreads.async": "`inthreads.async (wg == 0) { ... }` an independent async path (`%docs parallelism`).",
     "sync.shared": "`sync.shared;` a barrier of all threads of the block (`%docs parallelism`).",
     "sync.barrier": "`sync.barrier : L;` the threads of an instance of L meet (group: a warp, group-4: a "
-    "warpgroup, block: the block, or the whole grid in a block<cooperative> kernel) (`%docs parallelism`).",
+    "warpgroup, block: the block, or the whole grid in a block<cooperative> kernel) (`%docs control`).",
     "sync.fence": "`sync.fence : L;` this thread's earlier memory writes are seen before its later ones by "
-    "the threads of the block (thread, group, group-4) or of the device (block, device) (`%docs parallelism`).",
+    "the threads of the block (thread, group, group-4) or of the device (block, device) (`%docs control`).",
 }
 
 VIEW_METHODS = {
@@ -144,15 +144,15 @@ BUILTIN_HELP = {
     "rotate": "`rotate(a, b, c);` moves futures and their buffers one name along, as `swap` does for two "
     "(`%docs copies`).",
     "select": "`select(k, a, b, ...)` the k-th of buffers or views of one type (or of data futures' data); "
-    "a factor the compiler cannot bound is checked when it runs (`%docs expressions`).",
+    "a factor the compiler cannot bound is checked when it runs (`%docs select`).",
     **{
-        function.name: f"`{function.name}({', '.join('xyz'[: function.arity])})` {function.help} (`%docs expressions`)."
+        function.name: f"`{function.name}({', '.join('xyz'[: function.arity])})` {function.help} (`%docs numerics`)."
         for function in MATH_FUNCTIONS.values()
     },
     **{
         name: f"`{name}(x.at(i), {'compare, ' if name == '__atomic_cas' else ''}v)` the atomic "
         f"{name.removeprefix('__atomic_')} of one element of shared or global data, for each thread that "
-        "runs it; the element's old value."
+        "runs it; the element's old value (`%docs device-code`)."
         for name in ATOMIC_BUILTINS
     },
 }

@@ -40,9 +40,11 @@ def check_device_code(info: FunctionInfo, sink: DiagnosticSink, target: str) -> 
             if target == "sim":
                 sink.error(SIM_ASM, stmt.span)
         for expr in own_expressions(stmt):
+            arguments = {id(arg) for arg in _device_call_arguments(expr)}
             for node in ast.walk_expr(expr):
                 if isinstance(node, ast.DeviceCall):
-                    whole = _typed_result(info, sink, stmt, node)
+                    # The resolver reports a call's result passed to another call (it has no type there).
+                    whole = id(node) not in arguments and _typed_result(info, sink, stmt, node)
                     _place(info, sink, node, f"the call of '{node.callee}'", context, whole)
                 elif is_atomic(node):
                     assert isinstance(node, ast.Call) and isinstance(node.callee, ast.Name)
@@ -102,6 +104,16 @@ def _typed_result(info: FunctionInfo, sink: DiagnosticSink, stmt: ast.Stmt, call
     if id(call) in info.device_calls:
         info.device_calls[id(call)] = replace(info.device_calls[id(call)], result=result)
     return False
+
+
+def _device_call_arguments(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """The arguments of the device calls in `expr`, out of their parentheses."""
+    for node in ast.walk_expr(expr):
+        if isinstance(node, ast.DeviceCall):
+            for arg in node.args:
+                while isinstance(arg, ast.Paren):
+                    arg = arg.inner
+                yield arg
 
 
 def _condition_of(stmt: ast.Stmt) -> ast.Expr | None:

@@ -7,6 +7,11 @@
 #pragma once
 
 #define CHOREO_DEVICE __device__ __forceinline__
+// Device code (a cell's C++ part, a %%cuda cell) can tell it is built for the GPU, as the sim's prelude
+// defines __CHOREO_SIM__ for its host build.
+#ifndef __CHOREO_CUDA__
+#define __CHOREO_CUDA__ 1
+#endif
 
 // How long a wait on an event may take before the kernel gives up and reports a deadlock.
 #ifndef CHOREO_WAIT_TIMEOUT_NS
@@ -717,6 +722,15 @@ template <class T> CHOREO_DEVICE void fill(T* data, int count, T value, int rank
 template <class T> struct DataFuture {
   T* data;
   int group;
+};
+
+// A TMA future that swap/rotate move between names: where its load lands, the mbarrier it lands on,
+// and the phase of that mbarrier this thread waits for next (the phase belongs to the mbarrier, so
+// the future points at it). All null: a placeholder (tma.any) that holds no buffer yet.
+template <class T> struct TmaFuture {
+  T* data;
+  mbarrier* landed;
+  unsigned* phase;
 };
 
 // swap(a, b) and rotate(a, b, c, ...) of Choreo: each future takes the next one's value, the last the first's.

@@ -19,6 +19,7 @@ from choreo_kernel.compiler.cuda.events import Events
 from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import elected_paths
+from choreo_kernel.compiler.cuda.rotations import Rotations, rotation_groups
 from choreo_kernel.compiler.cuda.swizzles import shared_swizzles
 from choreo_kernel.compiler.cuda.threads import Group, KernelThreads
 from choreo_kernel.compiler.cuda.views import Lowered, LoweringError, View, buffer, element_count
@@ -104,6 +105,7 @@ class KernelContext:
             for index, item in enumerate(block.body)
         }
         self.swizzles = shared_swizzles(info, kernel)
+        self.rotations = Rotations(rotation_groups(info, kernel))  # futures that swap/rotate move
         self.in_elected_path = False  # inside a path that one elected thread per instance runs
         # What the control statements (control.py) found: the grid barrier parameter where the kernel
         # syncs its grid, printf calls, yields, and the named barriers with the ids known.
@@ -154,7 +156,10 @@ class KernelContext:
                     stmt,
                 )
             self.out.line(f"{elements.c_type(source.elem)} {name}[{total.value}];")
-        return buffer(source.elem, cexpr.name(name), dims, storage, name, swizzle)
+        own = buffer(source.elem, cexpr.name(name), dims, storage, name, swizzle)
+        if future is None or future not in self.rotations.groups or storage != Storage.SHARED:
+            return own
+        return self.rotations.held_buffer(self, stmt, future, own)
 
     def shared_buffer(
         self, name: str, elem: str, dims: tuple[CExpr, ...], swizzle: int, node: ast.Node

@@ -16,7 +16,7 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.threads import THREAD_INDEX
-from choreo_kernel.compiler.cuda.views import LoweringError, Operand, ShapeValue, View
+from choreo_kernel.compiler.cuda.views import IndexTuple, LoweringError, Operand, ShapeValue, View
 from choreo_kernel.compiler.semantics.levels import WARPGROUP_THREADS, Level
 from choreo_kernel.compiler.semantics.printing import BOOLEAN, FLOATING, UNSIGNED, Piece, c_format
 
@@ -126,6 +126,8 @@ class ControlStatements(KernelContext):
             return [Operand(dim, "s32") for dim in value.dims]
         if isinstance(value, Operand):
             return [value]
+        if isinstance(value, IndexTuple):  # a bounded ituple: its elements' current values
+            return list(value.items)
         raise LoweringError("print takes strings, scalars, shapes and ituples", arg)
 
     def unroll_pragma(self, stmt: ast.Foreach | ast.ForeachRange) -> None:

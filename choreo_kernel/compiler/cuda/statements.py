@@ -565,7 +565,9 @@ class KernelEmitter(ControlStatements, BoundVariables):
         existing = self.bindings.get(symbol)
         if symbol.declaration is stmt or not isinstance(existing, FutureValue) or existing.variable is None:
             name = self.names.local(symbol.name)
-            self.out.line(f"choreo::DataFuture<{elements.c_type(element)}> {name} = {{}};  // no copy yet")
+            rotated_tma = stmt.operation.family == "tma" and symbol in self.rotations.groups
+            kind = "TmaFuture" if rotated_tma else "DataFuture"
+            self.out.line(f"choreo::{kind}<{elements.c_type(element)}> {name} = {{}};  // no copy yet")
             self.bindings[symbol] = FutureValue(cexpr.name(name), None, element)
         else:
             self.out.line(f"{existing.variable.text} = {{}};")

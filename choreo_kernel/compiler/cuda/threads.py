@@ -201,8 +201,9 @@ _NEEDS_FIXED_UNITS = {
 
 
 def _check_symbolic(info: FunctionInfo, kernel: ast.Parallel, launch: KernelLaunch) -> None:
-    """A block size the arguments give lowers where nothing needs fixed units: no warp or warpgroup
-    levels, no TMA copies, MMAs, events or independent paths."""
+    """A block size the arguments give lowers where nothing needs fixed units: no TMA copies, MMAs,
+    events or independent paths. Warp and warpgroup levels have fixed units (32 and 128 threads)
+    whose count may be symbolic: their ranks and barriers need no block size."""
     sized_by = launch.symbolic_clause() or kernel
 
     def refuse(what: str, node: ast.Node) -> LoweringError:
@@ -214,9 +215,6 @@ def _check_symbolic(info: FunctionInfo, kernel: ast.Parallel, launch: KernelLaun
 
     for stmt in ast.walk_statements(kernel):
         if isinstance(stmt, ast.Parallel):
-            for clause, level in zip(stmt.clauses, info.levels_of[id(stmt)]):
-                if level in (Level.WARPGROUP, Level.WARP):
-                    raise refuse(f"a '{level}' level", clause)
             siblings = list(inner_parallels(stmt.body))
             for sibling in siblings[1:]:
                 if str(launch.size_of(sibling, 0)) != str(launch.size_of(siblings[0], 0)):

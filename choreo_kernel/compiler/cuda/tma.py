@@ -31,12 +31,13 @@ from dataclasses import dataclass, field, replace
 
 from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
-from choreo_kernel.compiler.cuda import cexpr
+from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.events import write_once
 from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
+from choreo_kernel.compiler.cuda.rotations import held_variable
 from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
 from choreo_kernel.compiler.semantics.levels import Storage
 
@@ -119,10 +120,11 @@ class Landing:
     name: str
     phase: str
     instance: CExpr
+    address: str = ""  # the mbarrier's address where a rotated future holds it (rotations.py)
 
     @property
     def barrier(self) -> str:
-        return f"&{self.name}[{self.instance.text}]"
+        return self.address or f"&{self.name}[{self.instance.text}]"
 
 
 @dataclass
@@ -209,7 +211,8 @@ class Tma:
             raise LoweringError("a TMA load copies global memory into shared memory", stmt)
         copy = self._copy(stmt, source, destination, stmt.operation.args[0])
         symbol = self._future_symbol(stmt)
-        if symbol is not None:
+        rotated = symbol is not None and symbol in emitter.rotations.groups and symbol not in self.bound
+        if symbol is not None and not rotated:
             emitter.bindings[symbol] = FutureValue(None, destination, destination.elem)
         if symbol is not None and symbol in self.bound:
             if not self._only_loads_until_trigger(stmt, symbol):
@@ -226,6 +229,9 @@ class Tma:
             if barrier is not None:
                 out.line("// every thread is done with the destination's previous contents")
                 out.line(barrier)
+        if rotated:
+            assert symbol is not None
+            landing = self._rotated_landing(stmt, symbol, destination, landing)
         lines = [
             f"choreo::mbarrier_arrive_expect_tx({landing.barrier}, {copy.bytes});",
             *copy.load(landing.barrier),
@@ -235,6 +241,23 @@ class Tma:
             self.future_landings[symbol] = landing
         if not stmt.operation.is_async:
             self._wait_landing(landing, stmt, printer.statement(stmt))
+
+    def _rotated_landing(
+        self, stmt: ast.OperationStmt, symbol: Symbol, destination: View, own: Landing
+    ) -> Landing:
+        """A load into a future that swap/rotate move: the future (a `choreo::TmaFuture` in every thread)
+        carries the buffer, the mbarrier and the phase, and keeps those it holds (rotations.py)."""
+        emitter, out = self.emitter, self.emitter.out
+        fresh = f"{{{destination.start.text}, {own.barrier}, &{own.phase}}}"
+        variable = held_variable(emitter.bindings, stmt, symbol)
+        if variable is None:
+            variable = emitter.names.local(symbol.name)
+            out.line(f"choreo::TmaFuture<{elements.c_type(destination.elem)}> {variable} = {fresh};")
+        else:
+            out.line(f"if (!{variable}.landed) {variable} = {fresh};  // it held no buffer yet")
+        data = replace(destination, pointer=cexpr.raw(f"{variable}.data"), offset=cexpr.ZERO)
+        emitter.bindings[symbol] = FutureValue(cexpr.name(variable), data, destination.elem)
+        return Landing(own.name, f"(*{variable}.phase)", cexpr.ZERO, f"{variable}.landed")
 
     def _store(self, stmt: ast.OperationStmt, source: View, destination: View) -> None:
         emitter, out = self.emitter, self.emitter.out

@@ -30,7 +30,7 @@ from choreo_kernel.runtime.sim.events import EventArray, EventTarget
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Frame
 from choreo_kernel.runtime.sim.scheduler import Blocker
-from choreo_kernel.runtime.sim.values import IntTuple
+from choreo_kernel.runtime.sim.values import BoundedTuple, IntTuple
 
 
 @dataclass
@@ -174,8 +174,8 @@ class ControlStatements:
 
     def _printed(self, arg: ast.Expr, frame: Frame) -> list[Any]:
         value = self.evaluator.value(arg, frame)
-        if isinstance(value, IntTuple):
-            return list(value.items)
+        if isinstance(value, IntTuple | BoundedTuple):
+            return [plain(item) for item in value.items]
         return [plain(value)]
 
     # ------------------------------------------------------------------ while (event)

@@ -331,6 +331,7 @@ def _entry_point(site: Site) -> list[str]:
         f"// line {site.call.span.line}: call {site.call.callee}",
         f'extern "C" long long {site.symbol}(long long count, void** columns, void* result, '
         "const long long* threads, const int* block, const int* grid, int block_threads) {",
+        "  choreo_sim::failure = nullptr;  // what stopped an earlier call was reported then",
         "  for (long long i = 0; i < count; ++i) {",
         "    choreo_sim::enter(threads[i], block, grid, block_threads);",
         f"    {call};",

@@ -138,7 +138,7 @@ class Evaluator(DeviceEvaluation):
         if isinstance(value, Operation):
             return value.data(frame.lanes)
         if isinstance(value, Tiling):
-            return value.view.tile(value.extents, value.steps, [0] * len(value.extents))
+            return value.first()
         if isinstance(value, Window):
             return value.view.window(value.extents, [0] * len(value.extents), value.strides)
         raise SimError(f"expected spanned data, got {type(value).__name__.lower()}")

@@ -14,6 +14,7 @@ from choreo_kernel.compiler.analysis.values import (
     FLOAT_TYPES,
     INT_TYPES,
     Bounded,
+    BoundedTuple,
     Dim,
     Event,
     EventSlot,
@@ -142,7 +143,7 @@ class ControlRules(ResolverBase):
                 pieces.append(Piece(arg.value))
                 continue
             value = self._expr(arg)
-            if not isinstance(value, (Scalar, Bounded, Shape, ITuple, Unknown)):
+            if not isinstance(value, (Scalar, Bounded, Shape, ITuple, BoundedTuple, Unknown)):
                 self.error(
                     f"'{expression(arg)}' is {value.describe()}; print takes strings, scalars, shapes and ituples "
                     "(print one element with .at(...))",
@@ -171,14 +172,8 @@ class ControlRules(ResolverBase):
         if isinstance(expr, ast.Unary) and expr.op == "!":
             return self._event_predicate(expr.operand)
         if isinstance(expr, ast.Binary) and expr.op in ("&&", "||"):
-            left, right = self._event_predicate(expr.left), self._event_predicate(expr.right)
-            for side, value in ((expr.left, left), (expr.right, right)):
-                if not isinstance(value, (Event, EventSlot, Unknown)):
-                    self.error(
-                        f"in '{expr.op}': an event predicate is made of events only; "
-                        f"'{expression(side)}' is {value.describe()}",
-                        side.span,
-                    )
+            left = self._event_predicate(expr.left)
+            self._event_predicate(expr.right)  # each operand that is no event is reported where it is
             return left
         value = self._expr(expr)
         if not isinstance(value, (Event, EventSlot, Unknown)):
@@ -312,6 +307,8 @@ def _piece(value: Value) -> Piece:
         return Piece(brackets="[]", count=len(value.dims))
     if isinstance(value, ITuple):
         return Piece(brackets="{}", count=len(value.items))
+    if isinstance(value, BoundedTuple):  # the current values of its elements
+        return Piece(brackets="{}", count=len(value.bounds))
     return Piece(kind=kind_of(value.type) if isinstance(value, Scalar) else SIGNED)
 
 

@@ -32,7 +32,7 @@ from choreo_kernel.compiler.analysis.values import (
     product,
     shape_text,
 )
-from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.diagnostics import ERROR, Note
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.evaluate import constant
 from choreo_kernel.compiler.semantics.levels import Storage
@@ -406,8 +406,7 @@ class StatementRules(ControlRules, TupleRules, ParameterRules):
             self.info.symbol_of[id(target)] = symbol
             if not symbol.mutable:
                 self.error(
-                    f"'{target.id}' is immutable and cannot be re-assigned; only 'mutable' values can be "
-                    f"(declare it as 'mutable int {target.id} = ...')",
+                    _not_reassigned(target.id, symbol.value),
                     target.span,
                     Note(f"'{target.id}' is declared here", symbol.span),
                 )
@@ -449,8 +448,10 @@ class StatementRules(ControlRules, TupleRules, ParameterRules):
                 self.error("'rotate' takes two or more futures", expr.span)
             self._check_rotation_scopes(expr)
             return
+        reported = len(self.sink.diagnostics)
         self._expr(expr)
-        if not is_device_effect(expr):
+        wrong = any(d.severity == ERROR for d in self.sink.diagnostics[reported:])
+        if not is_device_effect(expr) and not wrong:  # a wrong expression is one error, not a warning too
             self.sink.warning("this expression statement has no effect", stmt.span)
 
     def _stmt_Wait(self, stmt: ast.Wait, context: Context) -> None:
@@ -489,3 +490,25 @@ def _range_extent(item: ast.RangeItem, symbol: Symbol | None) -> Dim | None:
     if parts[2] == 0:
         return None
     return len(range(bound)[slice(*parts)])
+
+
+def _not_reassigned(name: str, value: Value) -> str:
+    """Why `name = ...` is rejected, with the advice that fits what `name` is."""
+    if isinstance(value, Scalar):
+        return (
+            f"'{name}' is immutable and cannot be re-assigned; only 'mutable' values can be "
+            f"(declare it as 'mutable {value.type} {name} = ...')"
+        )
+    if isinstance(value, Data | BufferArray):
+        return (
+            f"'{name}' is a buffer, which is not re-assigned: copy into it ('dma.copy SRC => {name};') "
+            f"or assign its elements ('{name}.at(i) = ...')"
+        )
+    if isinstance(value, Future):
+        return (
+            f"'{name}' is a future, which is not re-assigned: give the new copy another name, or rotate "
+            "futures with swap(...)"
+        )
+    if isinstance(value, Event):
+        return f"'{name}' is an event, which is not re-assigned: signal it with 'trigger {name};'"
+    return f"'{name}' is {value.describe()}, which cannot be re-assigned: give the new value another name"
