@@ -1,22 +1,29 @@
-"""GEMM speed: Choreo's warp-specialized TMA + WGMMA GEMMs against cuBLAS, fp16 in, f32 accumulate, f16 out.
+"""GEMM speed: Choreo's warp-specialized TMA + WGMMA GEMMs against the vendor libraries, per type and shape.
 
-The programs: bench/gemm_ws.co (one accumulator per consumer warpgroup, each MMA waited before its
-stage is released), bench/gemm_ws_paired.co (two stages per wait: two synchronous MMAs in a row
-share one wait) and bench/gemm_ws_pipelined.co (two half accumulators, so one MMA runs while the
-other is waited). out = lhs · rhsᵀ with lhs [M, K] and rhs [N, K] ("TN"), timed against
-`cupy.matmul(lhs, rhs.T)`
-(cuBLAS) in the same run on the same inputs. Each size gets fresh random inputs; the Choreo result
-goes into an output poisoned with NaN and must be fully written and match cuBLAS (relative max error)
-before it is timed. Timings are CUDA events around single calls, queued back to back after warm-up so
-the GPU never waits for the host; cuBLAS and the Choreo kernel are timed alternately, call by call, so
-that both see the same clocks (the GPU's clock drifts as it heats up: timing one after the other
-skews the ratio), and the medians are reported. Needs CuPy and a Hopper GPU.
+out = lhs · rhsᵀ with lhs [M, K] and rhs [N, K] ("TN", both K-major), f32 accumulate, f16 out:
 
-    python bench/gemm.py [--sizes 4096 8192] [--programs gemm_ws gemm_ws_paired gemm_ws_pipelined]
-                         [--variants 256x3 256x4] [--repeats 25] [--emit DIR] [--profile]
+- f16 operands against `cupy.matmul(lhs, rhs.T)` (cuBLAS);
+- bf16 operands against `torch.matmul(lhs, rhs.T)` (cuBLAS through PyTorch: CuPy has no bfloat16);
+- FP8 e4m3 operands against `torch._scaled_mm(lhs, rhs.T, scale_a=1, scale_b=1, out_dtype=float16)`
+  (cuBLASLt), whose second operand must be column-major: `rhs.T` of a row-major [N, K] rhs is.
 
-A variant is BNxSTAGES (the -D values of the programs). --emit writes each kernel's CUDA there, for
-nvcc/ptxas/cuobjdump; --profile runs the first kernel once at the largest size (for ncu) and exits.
+The programs: bench/gemm_ws.co (one accumulator per consumer warpgroup; counts tiles with cdiv, so it
+is correct for any M, N and K; -D ELEM/BK/ACC for bf16 and FP8), bench/gemm_ws_persistent.co (the
+same, persistent: one block per SM walks the tiles, its ring running on across them; with TMA_STORE=1
+its epilogue is an asynchronous TMA store drained a tile later), and
+bench/gemm_ws_paired.co and bench/gemm_ws_pipelined.co (f16, multiples of the tile only). Each shape gets fresh random inputs; each
+variant writes into an output poisoned with NaN, which must be fully written and match the reference
+(relative max error) before it is timed. Timings are CUDA events around single calls queued back to
+back after warm-up, so the GPU never waits for the host; the reference and the Choreo kernel are timed
+alternately, call by call, so that both see the same clocks (the H200's clock drifts with its power
+draw: timing one after the other skews the ratio), and the medians are reported. The best variant of
+each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 and FP8) and a Hopper GPU.
+
+    python bench/gemm.py [--types f16 bf16 f8_e4m3] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
+                         [--emit DIR] [--profile]
+
+--emit writes each kernel's CUDA there, for nvcc/ptxas/cuobjdump; --profile runs the first kernel once
+at the first shape (for ncu) and exits.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +41,56 @@ import choreo_kernel as ck
 from choreo_kernel.compiler.cuda import inline_header
 
 BENCH = Path(__file__).resolve().parent
-TOLERANCE = 1e-2  # relative max error of an f16 result against cuBLAS's
+TOLERANCE = 1e-2  # relative max error of the f16 result against the reference's
+SHAPES = [
+    "8192",
+    "4096",
+    "6144",
+    "8192x8192x2048",
+    "16384x16384x4096",
+    "2048x2048x8192",
+    "4096x8192x4096",
+    "8000",
+]
+BM = 128
+
+
+@dataclass(frozen=True, eq=False)  # kept in a dict by identity: its defines are a dict
+class Variant:
+    """One compiled configuration: a program and its defines."""
+
+    program: str
+    defines: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        shown = {k: v for k, v in self.defines.items() if k not in ("ELEM",)}
+        return f"{self.program} " + " ".join(f"{k}={v}" for k, v in shown.items())
+
+    def fits(self, m: int, n: int, k: int) -> bool:
+        """Whether the program handles this shape: gemm_ws and gemm_ws_persistent any (rows of K a
+        multiple of 16 bytes, for TMA), the others only multiples of their tiles (of two K tiles for
+        the paired one)."""
+        if self.program in ("gemm_ws", "gemm_ws_persistent"):
+            return k * (1 if self.defines.get("ELEM", "f16").startswith("f8") else 2) % 16 == 0
+        bk = 2 * 64 if self.program == "gemm_ws_paired" else 64
+        return m % BM == 0 and n % self.defines["BN"] == 0 and k % bk == 0
+
+
+def grid(element: str) -> list[Variant]:
+    """The configurations tried for one operand type (a small define grid)."""
+    types = {"f8_e4m3": {"ELEM": "f8_e4m3", "BK": 128}, "bf16": {"ELEM": "bf16"}}.get(element, {})
+    shapes = {"f8_e4m3": ((256, 3), (256, 4), (128, 6))}.get(element, ((256, 3), (256, 4), (128, 4)))
+    variants = [Variant("gemm_ws", {"BN": bn, "STAGES": s, **types}) for bn, s in shapes]
+    variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 4, **types}))
+    variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 3, "TMA_STORE": 1, **types}))
+    if element == "f16":
+        variants += [
+            Variant("gemm_ws_persistent", {"BN": 128, "STAGES": 5}),
+            Variant("gemm_ws_paired", {"BN": 256, "STAGES": 4}),
+            Variant("gemm_ws_pipelined", {"BN": 256, "STAGES": 4}),
+        ]
+    return variants
 
 
 def alternating_milliseconds(
@@ -56,19 +113,14 @@ def alternating_milliseconds(
     return statistics.median(t for t, _ in times), statistics.median(t for _, t in times)
 
 
-def variant(text: str) -> dict[str, int]:
-    columns, stages = text.split("x")
-    return {"BN": int(columns), "STAGES": int(stages)}
-
-
-def compile_kernel(program: str, defines: dict[str, int], emit: Path | None) -> Any:
-    source = (BENCH / f"{program}.co").read_text(encoding="utf-8")
-    module = ck.compile(source, defines, target="cuda", filename=f"{program}.co")
+def compile_kernel(variant: Variant, emit: Path | None) -> Any:
+    source = (BENCH / f"{variant.program}.co").read_text(encoding="utf-8")
+    module = ck.compile(source, variant.defines, target="cuda", filename=f"{variant.program}.co")
     if emit is not None:
         emit.mkdir(parents=True, exist_ok=True)
-        name = f"{program}_bn{defines['BN']}_s{defines['STAGES']}.cu"
+        name = "_".join([variant.program, *(f"{k}{v}" for k, v in variant.defines.items())]) + ".cu"
         (emit / name).write_text(inline_header(module.cuda_source), encoding="utf-8")
-    return getattr(module, program)
+    return getattr(module, variant.program)
 
 
 def relative_error(result: Any, reference: Any) -> float:
@@ -76,61 +128,121 @@ def relative_error(result: Any, reference: Any) -> float:
     return float(cupy.abs(got - expected).max() / cupy.abs(expected).max())
 
 
+def shape_of(text: str) -> tuple[int, int, int]:
+    sizes = [int(part) for part in text.split("x")]
+    return (sizes[0],) * 3 if len(sizes) == 1 else (sizes[0], sizes[1], sizes[2])
+
+
+@dataclass
+class Problem:
+    """One type and shape: the Choreo kernels' arguments, the reference call and its result."""
+
+    lhs: Any  # what the Choreo kernel takes (CuPy arrays; FP8 as its bytes)
+    rhs: Any
+    reference: Callable[[], Any]
+    expected: Any  # the reference's result, as CuPy
+
+
+def problem(element: str, m: int, n: int, k: int) -> Problem:
+    """Fresh random inputs in [-1, 1) of one type and shape, and the library call to compare with."""
+    rng = cupy.random.default_rng(m * 31 + n * 7 + k)
+    lhs = rng.random((m, k), dtype=cupy.float32) * 2 - 1
+    rhs = rng.random((n, k), dtype=cupy.float32) * 2 - 1
+    if element == "f16":
+        a, b = lhs.astype(cupy.float16), rhs.astype(cupy.float16)
+        return Problem(a, b, lambda: cupy.matmul(a, b.T), cupy.matmul(a, b.T))
+    import torch
+
+    dtype = torch.bfloat16 if element == "bf16" else torch.float8_e4m3fn
+    ta, tb = torch.as_tensor(lhs, device="cuda").to(dtype), torch.as_tensor(rhs, device="cuda").to(dtype)
+    if element == "bf16":
+        call: Callable[[], Any] = lambda: torch.matmul(ta, tb.T)  # noqa: E731
+        ours = (
+            cupy.asarray(ta.view(torch.int16)).view(cupy.uint16),
+            cupy.asarray(tb.view(torch.int16)).view(cupy.uint16),
+        )
+    else:
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        call = lambda: torch._scaled_mm(ta, tb.T, scale_a=one, scale_b=one, out_dtype=torch.float16)  # noqa: E731
+        ours = (cupy.asarray(ta.view(torch.uint8)), cupy.asarray(tb.view(torch.uint8)))
+    expected = cupy.asarray(call().float())
+    torch.cuda.synchronize()
+    return Problem(*ours, call, expected)
+
+
+REFERENCE = {"f16": "cuBLAS", "bf16": "torch.matmul", "f8_e4m3": "torch._scaled_mm"}
+
+
+def compare(element: str, shape: tuple[int, int, int], kernels: dict[Variant, Any], repeats: int) -> tuple:
+    """Time the reference and each variant that fits the shape; the best variant's row."""
+    m, n, k = shape
+    setup = problem(element, m, n, k)
+    flops = 2 * m * n * k
+    library = REFERENCE[element]
+    print(f"{element} {m}x{n}x{k}, fresh random inputs; each line times {library} and Choreo alternately:")
+    best = None
+    for variant, gemm in kernels.items():
+        if not variant.fits(m, n, k):
+            continue
+        out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+        try:
+            gemm(setup.lhs, setup.rhs, out)
+            cupy.cuda.get_current_stream().synchronize()
+        except Exception as error:  # a failed variant is reported, and the others still run
+            print(f"  {variant.label:44}: FAILED: {error}")
+            continue
+        if bool(cupy.isnan(out).any()):
+            print(f"  {variant.label:44}: FAILED: the output is not fully written")
+            continue
+        error = relative_error(out, setup.expected)
+        if error > TOLERANCE:
+            print(f"  {variant.label:44}: FAILED: relative max error {error:.3g} against {library}")
+            continue
+        theirs, ours = alternating_milliseconds(
+            setup.reference, lambda gemm=gemm, out=out: gemm(setup.lhs, setup.rhs, out), repeats
+        )
+        row = (theirs / ours, flops / ours / 1e9, flops / theirs / 1e9, variant.label, error)
+        print(
+            f"  {variant.label:44}: {row[1]:6.1f} TFLOP/s ({ours:.3f} ms), {library} {row[2]:6.1f} TFLOP/s "
+            f"({theirs:.3f} ms): {row[0]:.3f}x, error {error:.1e}"
+        )
+        best = row if best is None or row[0] > best[0] else best
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
-    parser.add_argument("--programs", nargs="+", default=["gemm_ws", "gemm_ws_paired", "gemm_ws_pipelined"])
-    parser.add_argument("--variants", nargs="+", default=["256x3", "256x4"])
-    parser.add_argument("--repeats", type=int, default=25)
+    parser.add_argument("--types", nargs="+", default=["f16", "bf16", "f8_e4m3"])
+    parser.add_argument("--shapes", nargs="+", default=SHAPES)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--emit", type=Path, default=None)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    kernels = {
-        (program, text): compile_kernel(program, variant(text), args.emit)
-        for program in args.programs
-        for text in args.variants
-    }
-    if args.profile:
-        size = max(args.sizes)
-        lhs = cupy.random.random((size, size), dtype=cupy.float32).astype(cupy.float16)
-        out = cupy.empty((size, size), cupy.float16)
-        next(iter(kernels.values()))(lhs, lhs, out)
-        cupy.cuda.get_current_stream().synchronize()
-        return
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"GEMM fp16 in, f32 accumulate, f16 out, TN; median of {args.repeats} calls; {device}")
-    best = {size: max(compare(size, kernels, args.repeats)) for size in args.sizes}
-    for size, ratio in best.items():
-        print(f"best at {size}^3: {ratio:.3f}x cuBLAS (target >= 0.9 at 8192^3)")
-
-
-def compare(size: int, kernels: dict[tuple[str, str], Any], repeats: int) -> list[float]:
-    """Time cuBLAS and each variant on fresh random inputs of one size; the ratio of each variant."""
-    rng = cupy.random.default_rng(size)
-    lhs = (rng.random((size, size), dtype=cupy.float32) * 2 - 1).astype(cupy.float16)
-    rhs = (rng.random((size, size), dtype=cupy.float32) * 2 - 1).astype(cupy.float16)
-    reference = cupy.matmul(lhs, rhs.T)
-    flops = 2 * size**3
-    print(f"{size}^3, fresh random inputs; each line times cuBLAS and the Choreo kernel alternately:")
-    ratios = []
-    for (program, text), gemm in kernels.items():
-        out = cupy.full((size, size), cupy.nan, dtype=cupy.float16)
-        gemm(lhs, rhs, out)
-        cupy.cuda.get_current_stream().synchronize()
-        assert not bool(cupy.isnan(out).any()), f"{program} {text}: the output is not fully written"
-        error = relative_error(out, reference)
-        assert error <= TOLERANCE, f"{program} {text}: relative max error {error:.3g} against cuBLAS"
-        cublas, choreo = alternating_milliseconds(
-            lambda: cupy.matmul(lhs, rhs.T), lambda gemm=gemm, out=out: gemm(lhs, rhs, out), repeats
-        )
-        ratios.append(cublas / choreo)
-        defines = variant(text)
+    print(f"GEMM TN, f32 accumulate, f16 out; median of {args.repeats} alternating calls; {device}")
+    summary = []
+    for element in args.types:
+        kernels = {variant: compile_kernel(variant, args.emit) for variant in grid(element)}
+        if args.profile:
+            m, n, k = shape_of(args.shapes[0])
+            setup = problem(element, m, n, k)
+            next(iter(kernels.values()))(setup.lhs, setup.rhs, cupy.empty((m, n), cupy.float16))
+            cupy.cuda.get_current_stream().synchronize()
+            return
+        for text in args.shapes:
+            best = compare(element, shape_of(text), kernels, args.repeats)
+            summary.append((element, text, best))
+    print("\nbest variant per type and shape (ratio: the library's time / Choreo's, same clocks):")
+    print("| type | shape | best variant | Choreo TFLOP/s | reference | reference TFLOP/s | ratio |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for element, text, best in summary:
+        if best is None:
+            print(f"| {element} | {text} | no variant takes this shape | | {REFERENCE[element]} | | |")
+            continue
+        ratio, ours, theirs, label, _ = best
         print(
-            f"  {program:17} BN={defines['BN']:3d} STAGES={defines['STAGES']}: "
-            f"{flops / choreo / 1e9:6.1f} TFLOP/s ({choreo:.3f} ms), cuBLAS {flops / cublas / 1e9:6.1f} TFLOP/s "
-            f"({cublas:.3f} ms): {cublas / choreo:.3f}x cuBLAS, error {error:.1e}"
+            f"| {element} | {text} | {label} | {ours:.1f} | {REFERENCE[element]} | {theirs:.1f} | {ratio:.3f} |"
         )
-    return ratios
 
 
 if __name__ == "__main__":

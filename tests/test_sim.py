@@ -378,10 +378,16 @@ __co__ f32 [64] shifted(f32 [64] x) {
 }"""
 
 
-def test_index_out_of_range_is_a_located_error() -> None:
+def _one_error(source: str, *arguments: Any) -> Any:
+    """The one diagnostic that running `source` on the sim raises."""
     with pytest.raises(ck.ChoreoError) as raised:
-        _run(OUT_OF_RANGE, np.zeros(64, np.float32))
+        _run(source, *arguments)
     (diagnostic,) = raised.value.diagnostics
+    return diagnostic
+
+
+def test_index_out_of_range_is_a_located_error() -> None:
+    diagnostic = _one_error(OUT_OF_RANGE, np.zeros(64, np.float32))
     assert diagnostic.line == 5
     assert "64" in diagnostic.message and "0..63" in diagnostic.message
 
@@ -516,3 +522,23 @@ __co__ {elem} [4] narrowed(f32 [4] x) {{
 }}"""
     out = _run(source, np.array([1e6, -1e6, 1.0, np.nan], np.float32)).astype(np.float32)
     assert out[:3].tolist() == [limit, -limit, 1.0] and np.isnan(out[3])
+
+
+DMA_OF_A_TAIL = """__co__ f32 [M] tails(f32 [M] x) {
+  f32 [M] out;
+  parallel b by cdiv(M, 64) : block {
+    shared f32 [64] tile;
+    dma.copy x.subspan(64).at(b) => tile;
+    dma.copy tile => out.subspan(64).at(b);
+  }
+  return out;
+}"""
+
+
+def test_only_tma_copies_and_masked_stores_take_a_tail_tile() -> None:
+    """A tile past the end of the array is a located range error for a dma copy, and fine for TMA."""
+    diagnostic = _one_error(DMA_OF_A_TAIL, np.zeros(100, np.float32))
+    assert diagnostic.line == 5
+    assert "the tile index is 1, outside 0..0" in diagnostic.message and "TMA" in diagnostic.message
+    x = np.arange(100, dtype=np.float32)
+    np.testing.assert_array_equal(_run(DMA_OF_A_TAIL.replace("dma.copy", "tma.copy"), x), x)

@@ -104,6 +104,8 @@ OPERATIONS = {
     "mma.row.col.async": "`op = mma.row.col.async acc, a, b;` an operation future (`%docs mma`).",
     "mma.load": "`frag = mma.load.swiz<128> tile;` an explicit operand fragment (`%docs mma`).",
     "mma.store": "`mma.store acc, out_view;` stores an accumulator, converted to the view's type (`%docs mma`).",
+    "mma.store.mask": "`mma.store.mask acc, out_view, rows, cols;` stores only the first rows and columns: "
+    "the tail of a tile that reaches past the array (`%docs mma`).",
     "parallel.async": "`parallel.async b by 132 : block { ... }` launches without synchronizing the host "
     "(`%docs parallelism`).",
     "inthreads.async": "`inthreads.async (wg == 0) { ... }` an independent async path (`%docs parallelism`).",

@@ -21,6 +21,7 @@ with the driver's error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -54,7 +55,7 @@ from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, sh
 from choreo_kernel.compiler.semantics.launch import check_block_threads
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
-from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
@@ -71,12 +72,7 @@ UNIT = "choreo.cu"  # NVRTC's name for the emitted CUDA: the file its line info 
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
 TENSOR_MAPS_KEPT = 256  # encoded tensor maps remembered per compiled source
 # Narrow types have no CuPy dtype: their arrays travel as the unsigned integers of the same width.
-_STORAGE: dict[str, np.dtype] = {
-    "bf16": np.dtype(np.uint16),
-    "f8_e4m3": np.dtype(np.uint8),
-    "f8_e5m2": np.dtype(np.uint8),
-    **dict.fromkeys(SUB_BYTE_BITS, np.dtype(np.uint8)),
-}
+_STORAGE: dict[str, np.dtype] = {**DEVICE_BITS, **dict.fromkeys(SUB_BYTE_BITS, np.dtype(np.uint8))}
 
 
 def _cupy() -> Any:
@@ -297,6 +293,13 @@ class CudaBackend:
             2, dtype=np.uint32
         )  # the counters of cooperative launches' grid syncs
         self.functions: dict[str, CudaFunction] = {}
+
+    def clear_gave_up(self) -> None:
+        """Clear the blocks' device copy of the Status's `failed` (choreo_launch_gave_up), once the host has
+        reported it. Where the failure also lost the context, nothing runs on it again: leave it."""
+        lost = (self.cupy.cuda.runtime.CUDARuntimeError, self.cupy.cuda.driver.CUDADriverError)
+        with contextlib.suppress(*lost):
+            self.module.get_global("choreo_launch_gave_up").memset(0, 4)
 
     def kernel(self, launch: Launch, shared_bytes: int) -> Any:
         """The loaded kernel of a launch, its dynamic shared-memory limit raised where it needs more than
@@ -572,6 +575,7 @@ class CudaFunction:
             return None
         site_index = int(status[1])
         status[:] = 0
+        self.backend.clear_gave_up()
         sites = self.plan.wait_sites
         site = sites[site_index] if site_index < len(sites) else None
         return site_failure(

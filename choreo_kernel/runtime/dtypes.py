@@ -70,10 +70,22 @@ def element_type_of(dtype: object) -> str | None:
     return tagged_type(dtype) or _ELEMENT_TYPES.get(dtype)
 
 
-def accepts(element: str, dtype: object) -> bool:
+# Types that CuPy has no dtype for: a device array of them holds their bits in unsigned integers of the
+# same width (a PyTorch bf16 or float8 tensor viewed as int16 or uint8, say).
+DEVICE_BITS: dict[str, np.dtype] = {
+    "bf16": np.dtype(np.uint16),
+    "f8_e4m3": np.dtype(np.uint8),
+    "f8_e5m2": np.dtype(np.uint8),
+}
+
+
+def accepts(element: str, dtype: object, device: bool = False) -> bool:
     """Whether an array of `dtype` can be passed for data of `element`: its own dtype, or for the types
-    stored in a wider one (u6: uint8) that dtype too (its values are checked, signature.py)."""
+    stored in a wider one (u6: uint8) that dtype too (its values are checked, signature.py), or, for a
+    device array (`device`) of a type CuPy lacks, its bits (DEVICE_BITS)."""
     found = element_type_of(dtype)
     if found == element or (element == "tf32" and found == "f32"):
+        return True
+    if device and element in DEVICE_BITS and np.dtype(dtype) == DEVICE_BITS[element]:  # type: ignore[call-overload]
         return True
     return element in RANGES and np.dtype(dtype) == _DTYPES[element]  # type: ignore[call-overload]

@@ -105,7 +105,7 @@ def _check_array(function: ast.Function, param: ast.Param, value: Any, dims: dic
         raise ChoreoError.simple(
             f"{where} has rank {len(expected_dims)} ({_describe(param)}), got an array of rank {len(shape)}"
         )
-    if not accepts(param.type.name, dtype):
+    if not accepts(param.type.name, dtype, device=hasattr(value, "__cuda_array_interface__")):
         raise ChoreoError.simple(f"{where} has element type {param.type.name}, got {dtype}")
     if param.type.name in RANGES:  # held in a wider dtype: its values must be the type's
         low, high = RANGES[param.type.name]

@@ -23,6 +23,15 @@
 // shared memory when it exits (they take microseconds).
 #define CHOREO_DRAIN_NS 100000ull
 
+// Whether a block of a launch has given up, in device memory, which every block reads at its start and
+// when it polls: the Status that tells the host lives in pinned host memory, and reading that at each
+// block's start was measured to cost a whole wave on the H200 (a bench GEMM of 2048 blocks ran at a
+// fifth of the speed of the same kernel as 132 persistent blocks). The host clears it after it reported
+// the failure (runtime/cuda.py).
+extern "C" {
+__device__ unsigned choreo_launch_gave_up;
+}
+
 namespace choreo {
 
 // ------------------------------------------------------------------------- element types
@@ -337,9 +346,12 @@ CHOREO_DEVICE void report_timeout(Status* status, unsigned site) {
   __threadfence_system();
   shared_status->failed = 1;
   __threadfence_system();
+  *static_cast<volatile unsigned*>(&choreo_launch_gave_up) = 1;
+  __threadfence();
 }
 
-CHOREO_DEVICE unsigned launch_failed(Status* status) { return static_cast<volatile Status*>(status)->failed; }
+// Whether another block of the launch has given up (the host's Status says the same, but reads slower).
+CHOREO_DEVICE unsigned launch_failed(Status*) { return *static_cast<volatile unsigned*>(&choreo_launch_gave_up); }
 
 // This block gives up: its later waits return at once (false, for the wait that gave up).
 CHOREO_DEVICE bool give_up() {
@@ -935,10 +947,13 @@ CHOREO_DEVICE void store_pair(bf16* out, float a, float b) {
 // each element to T. The fragment layout: thread t of the warpgroup (warp w = t / 32, lane l) holds in
 // register j * 4 + r of each fragment the element at row w * 16 + l / 4 + 8 * (r / 2), column
 // j * 8 + (l % 4) * 2 + r % 2; both columns of a pair are stored together where the tile allows.
+// `rows` and `columns` (mma.store.mask) leave out the elements at or past them: the tail of a tile that
+// reaches past the end of the array.
 template <int N, int Tiles, int Swizzle, class T, class A>
-__device__ inline void store_accumulator(const A* acc, T* out, int row_stride) {
+__device__ inline void store_accumulator(const A* acc, T* out, int row_stride, int rows = Tiles * 64,
+                                         int columns = N) {
   const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
-  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0;
+  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0;
   unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
 #pragma unroll
   for (int tile = 0; tile < Tiles; ++tile) {
@@ -951,12 +966,14 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride) {
         const int i = tile * (N / 2) + j * 4 + half * 2;
         const unsigned offset = swizzled<Swizzle>((row * row_stride + column) * sizeof(T));
         T* at = reinterpret_cast<T*>(bytes + offset);
+        if (row >= rows || column >= columns) continue;
         if (paired) {
           store_pair(at, fragment_value(acc, i), fragment_value(acc, i + 1));
         } else {
           store_element(at, fragment_value(acc, i));
-          store_element(reinterpret_cast<T*>(bytes + swizzled<Swizzle>((row * row_stride + column + 1) * sizeof(T))),
-                        fragment_value(acc, i + 1));
+          if (column + 1 < columns)
+            store_element(reinterpret_cast<T*>(bytes + swizzled<Swizzle>((row * row_stride + column + 1) * sizeof(T))),
+                          fragment_value(acc, i + 1));
         }
       }
     }

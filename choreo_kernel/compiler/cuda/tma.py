@@ -138,6 +138,9 @@ class Tma:
     future_landings: dict[Symbol, Landing] = field(default_factory=dict)
     pending: dict[Symbol, Copy] = field(default_factory=dict)  # bound loads, issued at their trigger
     stores: dict[Symbol, ast.OperationStmt] = field(default_factory=dict)  # async stores not yet waited
+    # futures that an async store names somewhere: a wait on one that comes before the store in the
+    # source (the previous iteration's store, drained late) is a bulk wait too
+    store_futures: dict[Symbol, ast.OperationStmt] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ before the body
 
@@ -152,6 +155,14 @@ class Tma:
         for stmt in ast.walk_statements(kernel):
             if isinstance(stmt, ast.Trigger):
                 self.bound.update(info.symbol_of[id(f)] for f in stmt.after if id(f) in info.symbol_of)
+            if (
+                isinstance(stmt, ast.OperationStmt)
+                and stmt.operation.is_async
+                and _kind(self.emitter, stmt) == "tma-store"
+            ):
+                symbol = self._future_symbol(stmt)
+                if symbol is not None:
+                    self.store_futures.setdefault(symbol, stmt)
         out = self.emitter.out
         threads = self.emitter.threads
         inits: list[str] = []
@@ -336,11 +347,12 @@ class Tma:
         return False
 
     def waits(self, symbol: Symbol) -> bool:
-        return symbol in self.future_landings or symbol in self.stores
+        return symbol in self.future_landings or symbol in self.stores or symbol in self.store_futures
 
     def wait(self, symbol: Symbol, stmt: ast.Wait) -> None:
-        if symbol in self.stores:
-            store = self.stores.pop(symbol)
+        if symbol in self.stores or symbol not in self.future_landings:
+            # the store named here, or the one an earlier iteration issued (none yet: nothing to wait for)
+            store = self.stores.pop(symbol, None) or self.store_futures[symbol]
             self._elected(store, ["choreo::bulk_wait_group();  // the store has been written"])
             context = self.emitter.info.context_of[id(store)]
             barrier = self.emitter.threads.issuing_group(context).barrier()

@@ -244,8 +244,12 @@ class Mma:
                 stmt,
             )
         template = f"{accumulator.columns}, {accumulator.tiles}, {destination.swizzle}"
+        counts = "".join(
+            f", {emitter.expressions.integer(count).text}" for count in stmt.operation.args[2:]
+        )  # mma.store.mask: the rows (and columns) to write
         emitter.out.line(
-            f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, {row_stride.text});"
+            f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, "
+            f"{row_stride.text}{counts});"
         )
         context = emitter.info.context_of[id(stmt)]
         if destination.storage == Storage.SHARED and emitter.threads.covers_instances(context):

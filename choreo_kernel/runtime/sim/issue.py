@@ -64,7 +64,9 @@ class Issuer:
             result = per_lane(fragments, group)
         elif words[0] == "store":
             accumulators = self._accumulators(operation.args[0], at, group)
-            store_accumulators(accumulators, self.evaluator.view(operation.args[1], at))
+            mask = tuple(plain(self.evaluator.value(arg, at)) for arg in operation.args[2:])
+            destination = self.evaluator.view(operation.args[1], at)
+            store_accumulators(accumulators, destination, mask if "mask" in words else None)
         else:
             result = self._multiply(stmt, (words[0], words[1]), at, group)
         if stmt.result is not None and result is not None:
@@ -105,11 +107,11 @@ class Issuer:
         else:
 
             def perform() -> None:
-                copy(source, destination)
+                copy(source, destination, operation.family == "tma")
 
         result = Operation(stmt, perform, after, destination, group.groups, unit)
         if operation.is_async:
-            destination.write(poison_of(destination.base.dtype))
+            destination.write_clipped(poison_of(destination.base.dtype))
             frame.block.scheduler.issue(result)
         else:
             result.complete()

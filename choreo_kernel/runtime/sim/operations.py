@@ -103,9 +103,10 @@ def placeholder(statement: ast.OperationStmt) -> Operation:
     return operation
 
 
-def copy(source: View, destination: View) -> None:
-    """Copy every instance's source tile to its destination tile (element counts must agree)."""
-    data = source.read()
+def copy(source: View, destination: View, tma: bool = False) -> None:
+    """Copy every instance's source tile to its destination tile (element counts must agree). A TMA
+    copy also takes a tail tile of a global array: it reads zeros past the end, and writes nothing there."""
+    data = source.read_filled() if tma else source.read()
     if data.size // (data.shape[0] if source.varying else 1) != int(np.prod(destination.shape)):
         raise SimError(
             f"a copy of shape {list(source.shape)} does not fit a destination of shape {list(destination.shape)}"
@@ -116,7 +117,10 @@ def copy(source: View, destination: View) -> None:
             data = data[-1]  # several instances copy into one tile: the last one wins, as in a race
     else:
         data = data.reshape(destination.shape)
-    destination.write(data)
+    if tma:
+        destination.write_clipped(data)
+    else:
+        destination.write(data)
 
 
 @dataclass
@@ -214,8 +218,12 @@ def matrix_multiply(
     return operation
 
 
-def store_accumulators(accumulators: list[Accumulator], destination: View) -> None:
-    """`mma.store`: every instance's accumulator into its destination tile, converted to its type."""
+def store_accumulators(
+    accumulators: list[Accumulator], destination: View, mask: tuple[Any, ...] | None = None
+) -> None:
+    """`mma.store`: every instance's accumulator into its destination tile, converted to its type.
+    `mma.store.mask` (`mask`: the rows, and the columns, to write) writes only the elements below
+    them that are inside the array, so it also takes a tail tile."""
     tiles = []
     for accumulator in accumulators:
         value = accumulator.value
@@ -226,10 +234,11 @@ def store_accumulators(accumulators: list[Accumulator], destination: View) -> No
                 f"'mma.store' of a {list(value.shape)} accumulator into data of shape {list(destination.shape)}"
             )
         tiles.append(value.reshape(destination.shape))
-    if destination.varying:
-        destination.write(np.stack(tiles))
+    values = np.stack(tiles) if destination.varying else tiles[-1]
+    if mask is None:
+        destination.write(values)
     else:
-        destination.write(tiles[-1])
+        destination.write_clipped(values, mask)
 
 
 def _value(accumulator: Accumulator) -> np.ndarray:

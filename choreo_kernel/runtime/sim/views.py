@@ -9,6 +9,13 @@ once the tile depends on the thread: reads then gather, and writes scatter, ever
 tile in one NumPy call. Indices are checked against the view they index, so reading past a
 tile is an error even where the base buffer would have room; a view never reaches outside
 its base buffer.
+
+The one exception is a tail tile (language.md 5.1): a `subspan(...).at(...)` tile of a whole array
+that starts in it but reaches past its end (the last tile of a `cdiv` tiling), or lies past it. Such a
+view keeps, per dimension, how many of its elements are in the array (`edge`); only a TMA copy reads
+it (the rest are zero, as TMA's out-of-bounds fill) or writes it (the rest are dropped, as TMA's
+clipped stores), and `mma.store.mask` writes it; anything else is the range error that the index
+would have been.
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ class View:
     offset: Start
     dims: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
+    edge: tuple[Any, ...] | None = None  # a tail tile: the elements of each dimension inside the array
+    edge_error: str = ""  # what its index would have been reported as, had it not been a tail
 
     @classmethod
     def whole(cls, base: np.ndarray) -> View:
@@ -79,7 +88,16 @@ class View:
             offset = offset + index * step
         return offset
 
+    def _whole(self) -> None:
+        """Refuse a tail tile where only TMA copies and masked stores may take one."""
+        if self.edge is not None:
+            raise SimError(
+                f"{self.edge_error}: only TMA copies and 'mma.store.mask' take a tile that reaches past the end "
+                "of the array"
+            )
+
     def _rank_check(self, count: int, method: str) -> None:
+        self._whole()
         if count != len(self.dims):
             raise SimError(
                 f"'.{method}' takes {len(self.dims)} index(es) for data of shape {list(self.dims)}"
@@ -101,14 +119,67 @@ class View:
     def tile(self, extents: list[int], steps: list[int], indices: list[Any]) -> View:
         """`subspan(extents).step(steps).at(indices)`: the tile starting at `index * step`."""
         self._rank_check(len(indices), "at")
+        error = ""
+        tails = self._is_array()
         for size, extent, step, index in zip(self.dims, extents, steps, indices):
-            check_range(index, (size - extent) // step + 1, "the tile index")
+            limit = (size - extent) // step + 1
+            if not (tails and _beyond(index, limit)):
+                check_range(index, limit, "the tile index")
+            elif not error:
+                error = range_message(index, limit, "the tile index")
         moves = [step * stride for step, stride in zip(steps, self.strides)]
-        return View(self.base, self._moved(indices, moves), tuple(extents), self.strides)
+        offset = self._moved(indices, moves)
+        if not error:
+            return View(self.base, offset, tuple(extents), self.strides)
+        edge = tuple(
+            np.clip(size - np.asarray(index) * step, 0, extent)
+            for size, extent, step, index in zip(self.dims, extents, steps, indices)
+        )
+        return View(self.base, offset, tuple(extents), self.strides, edge, error)
+
+    def _is_array(self) -> bool:
+        """The whole of its base array, whose edges are a TMA tensor map's."""
+        return not self.varying and self.offset == 0 and self.dims == self.base.shape and self.edge is None
+
+    def _mask(self, limits: tuple[Any, ...]) -> np.ndarray:
+        """Which elements of the tile lie below `limits` per dimension (ints, or one per thread)."""
+        lead = 1 if self.varying else 0
+        mask = np.ones((1,) * lead + self.dims, dtype=bool)
+        for axis, (dim, limit) in enumerate(zip(self.dims, limits)):
+            shape = [1] * (lead + len(self.dims))
+            shape[lead + axis] = dim
+            bound = np.asarray(limit)
+            if bound.ndim:  # one per thread; a tile that every thread shares: the last one wins
+                bound = bound.reshape((-1,) + (1,) * len(self.dims)) if lead else bound.reshape(-1)[-1]
+            mask = mask & (np.arange(dim).reshape(shape) < bound)
+        return mask
+
+    def read_filled(self) -> np.ndarray:
+        """A TMA load's tile: the elements past the array's end are zero."""
+        if self.edge is None:
+            return self.read()
+        mask = self._mask(self.edge)
+        grid = self._grid()
+        mask = np.broadcast_to(mask, grid.shape)
+        values = self.flat[np.where(mask, grid, 0)]
+        return np.where(mask, values, np.zeros((), dtype=self.base.dtype)).astype(self.base.dtype)
+
+    def write_clipped(self, values: Any, limits: tuple[Any, ...] | None = None) -> None:
+        """A TMA store's, or a masked store's, tile: only the elements inside the array (and below
+        `limits`, the rows and columns of `mma.store.mask`) are written."""
+        bounds = list(self.edge or self.dims)
+        for axis, limit in enumerate(limits or ()):
+            position = len(self.dims) - len(limits or ()) + axis
+            bounds[position] = np.minimum(bounds[position], np.maximum(limit, 0))
+        grid = self._grid()
+        mask = np.broadcast_to(self._mask(tuple(bounds)), grid.shape)
+        values = np.broadcast_to(stored(values, self.base.dtype), grid.shape)
+        self.flat[grid[mask]] = values[mask]
 
     def window(self, extents: list[int], offsets: list[Any], strides: list[int] | None = None) -> View:
         """`view(extents).from(offsets)`; with `strides` (`view(a, b : sa, sb)`), the window of any rank
         whose element (i, j) is `(o0 + i) * sa + (o1 + j) * sb` elements after this view's first one."""
+        self._whole()
         if len(offsets) != len(extents):
             raise SimError(f"'.from' takes {len(extents)} offset(s), got {len(offsets)}")
         if strides is None:
@@ -122,6 +193,7 @@ class View:
 
     def at(self, indices: list[Any]) -> View | Element:
         """Index the leading dimensions; with as many indices as the rank, one element."""
+        self._whole()
         if len(indices) > len(self.dims):
             raise SimError(
                 f"'.at' takes at most {len(self.dims)} index(es) for data of shape {list(self.dims)}"
@@ -147,6 +219,7 @@ class View:
 
     def squeezed(self) -> View:
         """`.sqz()`: without the dimensions of extent 1."""
+        self._whole()
         kept = [k for k, dim in enumerate(self.dims) if dim != 1] or [len(self.dims) - 1]
         return View(
             self.base, self.offset, tuple(self.dims[k] for k in kept), tuple(self.strides[k] for k in kept)
@@ -154,6 +227,7 @@ class View:
 
     def permuted(self, permutation: tuple[int, ...]) -> View:
         """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp)."""
+        self._whole()
         return View(
             self.base,
             self.offset,
@@ -163,6 +237,7 @@ class View:
 
     def corner(self, low: list[int], dims: tuple[int, ...]) -> View:
         """The sub-view of extents `dims` starting at `low` (where dma.pad places its source)."""
+        self._whole()
         for size, start, extent in zip(self.dims, low, dims):
             if not 0 <= start <= size - extent:
                 raise SimError(f"a padded copy of shape {list(dims)} does not fit {list(self.dims)} at {low}")
@@ -196,10 +271,15 @@ class View:
         """The tile as a NumPy view of the base (one offset for every thread)."""
         itemsize = self.base.itemsize
         flat = self.flat[self.offset :]
-        return as_strided(flat, self.dims, tuple(stride * itemsize for stride in self.strides))
+        # as_strided cannot rebuild some ml_dtypes types from their array interface (f8_e5m2 is '<f1'):
+        # stride their bits, then view them as the type again
+        bits = flat.view(f"u{itemsize}") if itemsize in (1, 2, 4, 8) else flat
+        tile = as_strided(bits, self.dims, tuple(stride * itemsize for stride in self.strides))
+        return tile.view(self.base.dtype)
 
     def read(self) -> np.ndarray:
         """The tile: of `shape`, or `(threads, *shape)` when it differs between threads."""
+        self._whole()
         if self.varying:
             return self.flat[self._grid()]
         if not math.prod(self.dims):
@@ -207,6 +287,7 @@ class View:
         return self._strided()
 
     def write(self, values: Any) -> None:
+        self._whole()
         values = stored(values, self.base.dtype)
         if self.varying or not math.prod(self.dims):
             self.flat[self._grid()] = values
@@ -219,7 +300,12 @@ class View:
             return self
         table = np.zeros(count, dtype=self.offset.dtype)
         table[old] = self.offset
-        return View(self.base, table[new], self.dims, self.strides)
+        edge = None
+        if self.edge is not None:
+            edge = tuple(
+                _regrouped(np.broadcast_to(limit, self.offset.shape), old, new, count) for limit in self.edge
+            )
+        return View(self.base, table[new], self.dims, self.strides, edge, self.edge_error)
 
 
 @dataclass(frozen=True)
@@ -257,15 +343,34 @@ def compact_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
 
 def check_range(value: Any, limit: int, what: str) -> None:
     """0 <= value < limit, for an index that may differ between threads."""
+    message = range_message(value, limit, what)
+    if message:
+        raise SimError(message)
+
+
+def range_message(value: Any, limit: int, what: str) -> str:
+    """How an index outside 0..limit-1 is reported ("" where it is inside)."""
     if isinstance(value, np.ndarray):
         if not value.size:
-            return
+            return ""
         low, high = int(value.min()), int(value.max())
         bad = low if low < 0 else high
         if low >= 0 and high < limit:
-            return
+            return ""
     else:
         bad = int(value)
         if 0 <= bad < limit:
-            return
-    raise SimError(f"{what} is {bad}, outside 0..{limit - 1}")
+            return ""
+    return f"{what} is {bad}, outside 0..{limit - 1}"
+
+
+def _beyond(index: Any, limit: int) -> bool:
+    """A tile index past the whole tiles, never negative: a tail tile (or one wholly past the end)."""
+    values = np.asarray(index)
+    return bool(values.size) and int(values.min()) >= 0 and int(values.max()) >= limit
+
+
+def _regrouped(values: np.ndarray, old: np.ndarray, new: np.ndarray, count: int) -> np.ndarray:
+    table = np.zeros(count, dtype=np.int64)
+    table[old] = values
+    return table[new]

@@ -31,6 +31,7 @@ from choreo_kernel.compiler.analysis.values import (
 from choreo_kernel.compiler.diagnostics import Note
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 
+F16_ACCUMULATED = ("f16", "f8_e4m3", "f8_e5m2")  # the operands WGMMA accumulates in f16 (PTX ISA 9.7.15.5)
 WGMMA_TYPES = {"f16": 16, "bf16": 16, "tf32": 8, "f8_e4m3": 32, "f8_e5m2": 32, "s8": 32, "u8": 32}
 
 
@@ -58,7 +59,7 @@ class MmaRules(ResolverBase):
                 return None
             return Fragment(value) if isinstance(value, Data) else None
         if words and words[0] == "store":
-            self._mma_store(stmt, context)
+            self._mma_store(stmt, words[1:], context)
             return None
         if len(words) >= 2 and words[0] in ("row", "col") and words[1] in ("row", "col") and len(words) == 2:
             return self._mma_exec(stmt, words[0], words[1], context)
@@ -99,9 +100,22 @@ class MmaRules(ResolverBase):
             )
         return None
 
-    def _mma_store(self, stmt: ast.OperationStmt, context: Context) -> None:
+    def _mma_store(self, stmt: ast.OperationStmt, words: list[str], context: Context) -> None:
         operation = stmt.operation
-        if len(operation.args) != 2:
+        if words not in ([], ["mask"]):
+            self._unknown_operation(operation, "expected mma.store or mma.store.mask")
+            return
+        if words == ["mask"]:
+            if len(operation.args) not in (3, 4):
+                self.error(
+                    "'mma.store.mask ACC, DST, ROWS[, COLUMNS];' takes an accumulator, a destination and how many "
+                    "of its rows (and columns) to write",
+                    operation.span,
+                )
+                return
+            for count in operation.args[2:]:
+                self._int_expr(count, "a count of rows or columns")
+        elif len(operation.args) != 2:
             self.error("'mma.store ACC, DST;' takes an accumulator and a destination", operation.span)
             return
         accumulator = self._expr(operation.args[0])
@@ -279,8 +293,8 @@ class MmaRules(ResolverBase):
                 + ", ".join(problems),
                 operation.span,
             )
-        if isinstance(accumulator, Accumulator) and accumulator.elem == "f16" and elem != "f16":
-            self.hopper_rule(f"an f16 accumulator needs f16 operands, got {elem}", operation.span)
+        if isinstance(accumulator, Accumulator) and accumulator.elem == "f16" and elem not in F16_ACCUMULATED:
+            self.hopper_rule(f"an f16 accumulator needs f16 or f8 operands, got {elem}", operation.span)
 
     def _infer_accumulator(
         self, symbol: Symbol, shape: tuple[Dim, Dim], operation: ast.Operation, acc_expr: ast.Expr

@@ -1,0 +1,102 @@
+"""bench/gemm.py's GEMMs that take any shape (gemm_ws.co, gemm_ws_persistent.co) are correct on sim for
+sizes that are no multiple of their tiles, in each operand type the bench times; their CUDA lowers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import choreo_kernel as ck
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+TYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3": ml_dtypes.float8_e4m3fn}
+CASES = [
+    ("gemm_ws", "f16", {"BN": 128, "STAGES": 2}, (200, 136, 72)),
+    ("gemm_ws", "f8_e4m3", {"BN": 128, "STAGES": 2, "BK": 128}, (136, 136, 144)),
+    ("gemm_ws_persistent", "bf16", {"BN": 128, "STAGES": 3, "BLOCKS": 3}, (300, 264, 136)),
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 3, "TMA_STORE": 1}, (300, 264, 136)),
+]
+
+
+def _compile(program: str, defines: dict[str, object], target: str) -> ck.Module:
+    source = (BENCH / f"{program}.co").read_text(encoding="utf-8")
+    return ck.compile(source, defines, target=target, filename=f"{program}.co")
+
+
+@pytest.mark.parametrize(("program", "element", "defines", "shape"), CASES, ids=lambda v: str(v))
+def test_tails_are_written_and_match_numpy(
+    program: str, element: str, defines: dict[str, object], shape: tuple[int, int, int]
+) -> None:
+    m, n, k = shape
+    rng = np.random.default_rng(16)
+    lhs = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(TYPES[element])
+    rhs = (rng.random((n, k), dtype=np.float32) * 2 - 1).astype(TYPES[element])
+    out = np.full((m, n), np.nan, np.float16)
+    module = _compile(program, {**defines, "ELEM": element}, "sim")
+    module.function(program)(lhs, rhs, out)
+    assert not np.isnan(out).any()
+    expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
+    assert np.abs(out.astype(np.float32) - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("program", ["gemm_ws", "gemm_ws_persistent"])
+def test_the_epilogue_stores_masked(program: str) -> None:
+    source = _compile(program, {}, "cuda").cuda_source
+    assert "store_accumulator<256, 1, 0>(acc, " in source and "M - row * 64, N - " in source
+
+
+def test_a_store_drained_a_tile_later_is_a_bulk_wait() -> None:
+    """The TMA-store epilogue waits the previous tile's store (a future named before, in the source,
+    the store that binds it) with the bulk-copy wait, not with cp.async's."""
+    source = _compile("gemm_ws_persistent", {"STAGES": 3, "TMA_STORE": 1}, "cuda").cuda_source
+    wait = source.index("// line 76: wait stored;")
+    assert "choreo::bulk_wait_group();" in source[wait : wait + 200]
+    assert "cp_async_wait" not in source and "choreo::tma_store(&out_tma" in source
+
+
+class _DeviceBits:
+    """What a device array of bf16 bits looks like to the signature check (no GPU needed)."""
+
+    __cuda_array_interface__: dict[str, object] = {}
+
+    def __init__(self, dtype: object, shape: tuple[int, ...]) -> None:
+        self.dtype = np.dtype(dtype)  # type: ignore[call-overload]
+        self.shape = shape
+
+
+def test_a_device_array_of_bits_passes_for_a_type_cupy_lacks() -> None:
+    """bench/gemm.py hands the bf16 and FP8 kernels PyTorch's tensors as their bits (CuPy has no such
+    dtypes); a host array must still have its own dtype."""
+    from choreo_kernel.compiler.driver import analyze
+    from choreo_kernel.runtime.signature import bind_arguments
+
+    source = "__co__ void f(bf16 [4] a, f8_e4m3 [4] b) { }"
+    function = analyze(source, target="cuda").functions["f"].function
+    bind_arguments(function, [_DeviceBits(np.uint16, (4,)), _DeviceBits(np.uint8, (4,))])
+    with pytest.raises(ck.ChoreoError, match="element type bf16, got uint16"):
+        bind_arguments(function, [np.zeros(4, np.uint16), _DeviceBits(np.uint8, (4,))])
+    with pytest.raises(ck.ChoreoError, match="element type f8_e4m3, got uint16"):
+        bind_arguments(function, [_DeviceBits(np.uint16, (4,)), _DeviceBits(np.uint16, (4,))])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("element", ["bf16", "f8_e4m3"])
+def test_bench_gemm_takes_device_bits_and_tails_on_the_gpu(element: str) -> None:
+    """As bench/gemm.py calls it: device arrays of the operands' bits, a shape with tails, against NumPy."""
+    import cupy  # type: ignore[import-not-found]
+
+    m, n, k = 200, 264, 272
+    rng = np.random.default_rng(16)
+    lhs = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(TYPES[element])
+    rhs = (rng.random((n, k), dtype=np.float32) * 2 - 1).astype(TYPES[element])
+    bits = np.uint16 if element == "bf16" else np.uint8
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+    defines = {"ELEM": element, **({"BK": 128} if element == "f8_e4m3" else {})}
+    gemm = _compile("gemm_ws", defines, "cuda").function("gemm_ws")
+    gemm(cupy.asarray(lhs.view(bits)), cupy.asarray(rhs.view(bits)), out)
+    expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
+    result = out.get().astype(np.float32)
+    assert np.abs(result - expected).max() <= 1e-2 * np.abs(expected).max()
