@@ -551,7 +551,9 @@ class CudaFunction:
         except ChoreoError:
             raise
         except Exception as error:
-            raise self._cuda_error(error, None) from None
+            # The stream reports a failed kernel only here; name it where the function has one kernel.
+            only = self.plan.launches[0] if len(self.plan.launches) == 1 else None
+            raise self._cuda_error(error, only) from None
         self._check_waits()
 
     def _lost(self, why: str) -> ChoreoError:
