@@ -32,6 +32,7 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.analysis.values import NARROW_FLOAT_TYPES, DeviceCallInfo
+from choreo_kernel.compiler.cuda.elements import C_TYPES
 from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
 from choreo_kernel.compiler.program import Analysis
@@ -41,21 +42,9 @@ from choreo_kernel.runtime.dtypes import numpy_dtype
 
 COMPILERS = ("c++", "g++", "clang++")
 COMPILE_TIMEOUT_S = 120
-# The host C type of each element type; narrow floats travel as float (the analysis widens them).
-HOST_TYPES = {
-    "f64": "double",
-    "f32": "float",
-    "tf32": "float",
-    "s64": "long long",
-    "u64": "unsigned long long",
-    "s32": "int",
-    "u32": "unsigned",
-    "s16": "short",
-    "u16": "unsigned short",
-    "s8": "signed char",
-    "u8": "unsigned char",
-    "bool": "bool",
-}
+# The host C type of each element type: the CUDA lowering's where it is plain C (narrow floats travel
+# as float: the analysis widens them).
+HOST_TYPES = {name: c_type for name, c_type in C_TYPES.items() if not c_type.startswith("choreo::")}
 _ASM = re.compile(r"(?<![\w\"])(?:asm|__asm__|__asm)\s*(?:volatile|__volatile__|inline|goto)?\s*\(")
 _MESSAGE = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<column>\d+):)? (?:fatal )?error: (?P<text>.*)$"
