@@ -74,7 +74,8 @@ def test_plain_text_in_a_choreo_cell_is_an_error(session: ChoreoSession, text: s
 def test_a_cell_with_many_errors_shows_the_first_and_a_count(session: ChoreoSession) -> None:
     lines = 2000
     with pytest.raises(ck.ChoreoError) as raised:
-        session.run_cell("__co__ void f(s32 [4] a) {\n" + "  zz;\n  1;\n" * lines + "}\n")  # an error, a warning
+        # each pair of lines: an error ('zz' is not declared) and a warning (a statement with no effect)
+        session.run_cell("__co__ void f(s32 [4] a) {\n" + "  zz;\n  1;\n" * lines + "}\n")
     shown = error_traceback(raised.value)
     assert sum(": error: " in line or ": warning: " in line for line in shown) == SHOWN_DIAGNOSTICS
     errors, warnings = lines - SHOWN_DIAGNOSTICS // 2, lines - SHOWN_DIAGNOSTICS // 2
