@@ -20,7 +20,12 @@ draw: timing one after the other skews the ratio), and the medians are reported.
 each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 and FP8) and a Hopper GPU.
 
     python bench/gemm.py [--types f16 bf16 f8_e4m3] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
-                         [--emit DIR] [--profile]
+                         [--autotune] [--emit DIR] [--profile]
+
+--autotune replaces the fixed list of variants by `ck.autotune` over a grid of defines for each of
+gemm_ws and gemm_ws_persistent (AUTOTUNE_GRIDS): the first call of each shape tunes (each point
+compiled, checked, timed), the chosen build of each program is then timed against the library as
+above, and the summary names the configuration the autotuner chose.
 
 --emit writes each kernel's CUDA there, for nvcc/ptxas/cuobjdump; --profile runs the first kernel once
 at the first shape (for ncu) and exits.
@@ -77,9 +82,20 @@ class Variant:
         return m % BM == 0 and n % self.defines["BN"] == 0 and k % bk == 0
 
 
+TYPE_DEFINES: dict[str, dict[str, Any]] = {
+    "f8_e4m3": {"ELEM": "f8_e4m3", "BK": 128},
+    "bf16": {"ELEM": "bf16"},
+}
+# What --autotune chooses from, per program (any M, N, K), on top of the type's defines.
+AUTOTUNE_GRIDS: dict[str, dict[str, list[object]]] = {
+    "gemm_ws": {"BN": [128, 256], "STAGES": [3, 4]},
+    "gemm_ws_persistent": {"BN": [128, 256], "STAGES": [3, 4], "TMA_STORE": [0, 1]},
+}
+
+
 def grid(element: str) -> list[Variant]:
     """The configurations tried for one operand type (a small define grid)."""
-    types = {"f8_e4m3": {"ELEM": "f8_e4m3", "BK": 128}, "bf16": {"ELEM": "bf16"}}.get(element, {})
+    types = TYPE_DEFINES.get(element, {})
     shapes = {"f8_e4m3": ((256, 3), (256, 4), (128, 6))}.get(element, ((256, 3), (256, 4), (128, 4)))
     variants = [Variant("gemm_ws", {"BN": bn, "STAGES": s, **types}) for bn, s in shapes]
     variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 4, **types}))
@@ -121,6 +137,37 @@ def compile_kernel(variant: Variant, emit: Path | None) -> Any:
         name = "_".join([variant.program, *(f"{k}{v}" for k, v in variant.defines.items())]) + ".cu"
         (emit / name).write_text(inline_header(module.cuda_source), encoding="utf-8")
     return getattr(module, variant.program)
+
+
+def autotuners(element: str) -> dict[str, Any]:
+    """One `ck.autotune` dispatcher per program of AUTOTUNE_GRIDS, for one operand type."""
+    return {
+        program: ck.autotune(
+            (BENCH / f"{program}.co").read_text(encoding="utf-8"),
+            program,
+            program_grid,
+            defines=TYPE_DEFINES.get(element, {}),
+            target="cuda",
+            filename=f"{program}.co",
+        )
+        for program, program_grid in AUTOTUNE_GRIDS.items()
+    }
+
+
+def autotuned_kernels(
+    element: str, tuners: dict[str, Any], setup: Problem, m: int, n: int
+) -> dict[Variant, Any]:
+    """Each program's build that its autotuner chooses for this shape (tuned by its first call)."""
+    kernels: dict[Variant, Any] = {}
+    for program, tuned in tuners.items():
+        out = cupy.empty((m, n), cupy.float16)
+        try:
+            choice = tuned.choice((setup.lhs, setup.rhs, out))
+        except ck.ChoreoError as error:
+            print(f"  {program} (autotuned): FAILED: {error}")
+            continue
+        kernels[Variant(program, {**TYPE_DEFINES.get(element, {}), **choice, "autotuned": "yes"})] = tuned
+    return kernels
 
 
 def relative_error(result: Any, reference: Any) -> float:
@@ -173,10 +220,14 @@ def problem(element: str, m: int, n: int, k: int) -> Problem:
 REFERENCE = {"f16": "cuBLAS", "bf16": "torch.matmul", "f8_e4m3": "torch._scaled_mm"}
 
 
-def compare(element: str, shape: tuple[int, int, int], kernels: dict[Variant, Any], repeats: int) -> tuple:
+Kernels = Callable[["Problem", int, int], dict[Variant, Any]]  # the builds to time on one shape
+
+
+def compare(element: str, shape: tuple[int, int, int], kernels_for: Kernels, repeats: int) -> tuple:
     """Time the reference and each variant that fits the shape; the best variant's row."""
     m, n, k = shape
     setup = problem(element, m, n, k)
+    kernels = kernels_for(setup, m, n)
     flops = 2 * m * n * k
     library = REFERENCE[element]
     print(f"{element} {m}x{n}x{k}, fresh random inputs; each line times {library} and Choreo alternately:")
@@ -215,6 +266,7 @@ def main() -> None:
     parser.add_argument("--types", nargs="+", default=["f16", "bf16", "f8_e4m3"])
     parser.add_argument("--shapes", nargs="+", default=SHAPES)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--autotune", action="store_true")
     parser.add_argument("--emit", type=Path, default=None)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
@@ -222,15 +274,22 @@ def main() -> None:
     print(f"GEMM TN, f32 accumulate, f16 out; median of {args.repeats} alternating calls; {device}")
     summary = []
     for element in args.types:
-        kernels = {variant: compile_kernel(variant, args.emit) for variant in grid(element)}
-        if args.profile:
+        if args.autotune:
+            tuners = autotuners(element)
+            kernels_for: Kernels = lambda setup, m, n, tuners=tuners, element=element: autotuned_kernels(
+                element, tuners, setup, m, n
+            )  # noqa: E731
+        else:
+            kernels = {variant: compile_kernel(variant, args.emit) for variant in grid(element)}
+            kernels_for = lambda setup, m, n, kernels=kernels: kernels  # noqa: E731
+        if args.profile and not args.autotune:
             m, n, k = shape_of(args.shapes[0])
             setup = problem(element, m, n, k)
             next(iter(kernels.values()))(setup.lhs, setup.rhs, cupy.empty((m, n), cupy.float16))
             cupy.cuda.get_current_stream().synchronize()
             return
         for text in args.shapes:
-            best = compare(element, shape_of(text), kernels, args.repeats)
+            best = compare(element, shape_of(text), kernels_for, args.repeats)
             summary.append((element, text, best))
     print("\nbest variant per type and shape (ratio: the library's time / Choreo's, same clocks):")
     print("| type | shape | best variant | Choreo TFLOP/s | reference | reference TFLOP/s | ratio |")

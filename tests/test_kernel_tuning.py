@@ -131,6 +131,52 @@ def test_a_point_that_fails_is_marked_and_the_sweep_goes_on(kernel: KernelDriver
     assert run.stream().startswith("not ranked")
 
 
+def autotuning_kernel(cache: Path) -> KernelDriver:
+    """A kernel of its own (earlier cells' macros reach later cells), keeping its choices in `cache`."""
+    driver = KernelDriver("choreo")
+    setup = f"%%python\nimport os\nos.environ['CHOREO_CACHE_DIR'] = {str(cache)!r}"
+    for cell in ("%%choreo --target sim\n" + SCALED_ADD, DATA, setup):
+        ok(driver.run(cell))
+    return driver
+
+
+def test_autotune_dispatches_each_shape_to_its_choice_and_remembers_it_across_kernels(tmp_path: Path) -> None:
+    with autotuning_kernel(tmp_path) as kernel:
+        out = ok(kernel.run("%autotune add SCALE=2,1 -n 1")).stream()
+        assert out == "add now calls its best build per shape, over SCALE=2,1\n"
+        # The first call of a shape tunes: progress, the sweep, the choice; SCALE=1 differs from the
+        # first point, so it is never chosen: the call runs the SCALE=2 build, not the cell's SCALE 1.
+        run = ok(kernel.run("%%python\nfirst = add(a, b)\nprint(first[0, 0])"))
+        progress, table, _plot = run.displays()
+        assert progress["text/plain"].startswith("autotune of add for 32x32 float32, 32x32 float32: 0/2 done")
+        assert "DIFFERS" in table["text/plain"].splitlines()[4]
+        assert run.stream().endswith("add: SCALE=2 for 32x32 float32, 32x32 float32\n3.0\n")
+        again = ok(kernel.run("%%python\nprint(add(a, b)[0, 0])"))  # remembered: no tuning shown
+        assert again.displays() == [] and again.stream() == "3.0\n"
+        choices = ok(kernel.run("%autotune add")).displays()[0]["text/plain"]
+        assert "32x32 float32, 32x32 float32  SCALE=2  tuned here" in choices and str(tmp_path) in choices
+        # Running the cell again puts the plain function back.
+        ok(kernel.run("%%choreo --target sim\n" + SCALED_ADD))
+        assert ok(kernel.run("%%python\nprint(add(a, b)[0, 0])")).stream() == "2.0\n"
+    # Another kernel (a restart) reads the choice from disk instead of tuning again.
+    with autotuning_kernel(tmp_path) as fresh:
+        ok(fresh.run("%autotune add SCALE=2,1 -n 1"))
+        reused = ok(fresh.run("%%python\nprint(add(a, b)[0, 0])"))
+        assert reused.displays() == [] and reused.stream() == "3.0\n"
+        assert "SCALE=2  on disk" in ok(fresh.run("%autotune add")).displays()[0]["text/plain"]
+
+
+def test_autotune_reports_bad_lines_as_usage(kernel: KernelDriver) -> None:
+    for line, message in [
+        ("%autotune", "%autotune FUNC NAME=v1,v2"),
+        ("%autotune add", "'add' is not autotuned"),
+        ("%autotune nothing SCALE=1,2", "'nothing' is not a function of a Choreo cell"),
+        ("%autotune add TILE=1,2", "does not use TILE"),
+    ]:
+        run = kernel.run(line)
+        assert run.reply["ename"] == "UsageError" and message in run.reply["evalue"], line
+
+
 def test_resources_on_sim_says_it_needs_cuda(kernel: KernelDriver) -> None:
     out = ok(kernel.run("%resources add")).stream()
     assert "need the cuda target" in out and "add was compiled for sim" in out

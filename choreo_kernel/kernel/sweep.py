@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from html import escape
 from typing import Any
+
+from IPython.display import Image, display
 
 from choreo_kernel.kernel.session import ChoreoSession, CompiledFunction
 from choreo_kernel.kernel.tables import table_bundle
@@ -152,3 +155,34 @@ def plot_png(sweep: Sweep) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def progress_bundle(title: str, done: int, total: int, text: str) -> dict[str, str]:
+    """A progress bar (HTML `<progress>`, so no widget library is needed) over the latest step."""
+    line = f"{title}: {done}/{total} done · {text}"
+    return {
+        "text/plain": line,
+        "text/html": f"<progress value='{done}' max='{total}'></progress> <code>{escape(line)}</code>",
+    }
+
+
+def show_sweep(result: Sweep) -> None:
+    """The table, the plot, and the best point as `#define` lines to paste into the cell."""
+    display(sweep_table(result), raw=True)
+    display(Image(plot_png(result), format="png"))
+    if not result.ranked:
+        print(
+            "not ranked: on the sim backend these are the NumPy interpreter's times on the CPU, which "
+            "say nothing about a GPU; run the sweep on a GPU (the cuda target) to find the best point"
+        )
+        return
+    best = result.best
+    if best is None or best.timing is None:
+        print("no point ran and agreed with the first point: nothing to recommend")
+        return
+    rate = f", {best.timing.rate_text()}" if best.timing.rate is not None else ""
+    metric = f", {result.metric.name} {best.metric:.4g}" if result.metric and best.metric is not None else ""
+    print(
+        f"best: {best.label} (median {format_seconds(best.timing.median)}{rate}{metric}); paste into the cell:"
+    )
+    print(result.defines_text())

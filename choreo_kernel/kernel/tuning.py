@@ -11,13 +11,12 @@ import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
-from IPython.display import Image, display
+from IPython.display import display
 
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.preprocess import parse_define
@@ -25,10 +24,10 @@ from choreo_kernel.kernel.resources import kernel_resources, resources_bundle, s
 from choreo_kernel.kernel.session import CompiledFunction, SessionMagics
 from choreo_kernel.kernel.sweep import (
     notebook_bind,
-    plot_png,
+    progress_bundle,
     restore,
     shipped_bind,
-    sweep_table,
+    show_sweep,
     sweep_title,
 )
 from choreo_kernel.module import Module
@@ -37,7 +36,6 @@ from choreo_kernel.tuning.sweep import (
     Grid,
     InProcess,
     Runner,
-    Sweep,
     check_source_takes,
     grid_points,
     run_sweep,
@@ -50,7 +48,6 @@ from choreo_kernel.tuning.timing import (
     Work,
     array_bytes,
     current_device,
-    format_seconds,
     measure,
 )
 
@@ -61,6 +58,7 @@ DEFAULT_ATOL = 1e-2
 _OPTION = re.compile(
     r"""(?:^|\s)(--flops|--bytes|--rtol|--atol|--metric|--cluster|--gpus|-n)(?:=|\s+)("[^"]*"|'[^']*'|\S+)"""
 )
+AUTOTUNE_USAGE = "%autotune FUNC NAME=v1,v2,... [NAME2=...] [-n R] [--rtol X] [--atol X]"
 SWEEP_USAGE = (
     "%sweep NAME=v1,v2,... [NAME2=...] [--flops N | --bytes N] [-n R] [--rtol X] [--atol X]"
     " [--metric M] [--cluster ADDRESS | --gpus N] -- EXPR"
@@ -144,10 +142,12 @@ class TuningMagics(SessionMagics):
         )
         total = len(grid_points(grid))
         code = self._compiled(expression)
-        progress = display(_progress_bundle(cell.filename, 0, total, "starting"), raw=True, display_id=True)
+        progress = display(
+            progress_bundle(f"sweep of {cell.filename}", 0, total, "starting"), raw=True, display_id=True
+        )
 
         def report(done: int, total: int, text: str) -> None:
-            progress.update(_progress_bundle(cell.filename, done, total, text), raw=True)
+            progress.update(progress_bundle(f"sweep of {cell.filename}", done, total, text), raw=True)
 
         if cluster is None:
             runner: Runner = InProcess()
@@ -168,6 +168,52 @@ class TuningMagics(SessionMagics):
         progress.update({"text/plain": summary}, raw=True)
         self._namespace["_sweep"] = result
         show_sweep(result)
+
+    @line_magic
+    def autotune(self, line: str) -> None:
+        """%autotune FUNC NAME=v1,v2,... [NAME2=...] [-n R] [--rtol X] [--atol X]: FUNC calls its best build per shape.
+
+        FUNC, a function of a Choreo cell, is replaced in the notebook by a dispatcher over the
+        grid: the first call of each shape (each array argument's shape and element type, each
+        other argument's value) compiles every point from FUNC's cell with those defines, checks
+        each against the first point's result (--rtol and --atol, 1e-2 by default), times them
+        (-n runs each), shows the sweep, and calls the fastest; the choice is kept on disk
+        beside the binaries, so later calls of that shape, in this kernel or after a restart,
+        go straight to it. On the sim backend nothing ranks the points: the first that agrees
+        is called. `%autotune FUNC` alone lists the choices so far; running the cell again puts
+        the plain function back. The dispatcher is also left in `_autotune`.
+        """
+        from choreo_kernel.kernel.autotune import AutotunedFunction
+        from choreo_kernel.tuning.autotune import Autotuned
+
+        head, options = self._split(line, {"-n", "--rtol", "--atol"})
+        name, _, grid_text = head.partition(" ")
+        if not name:
+            raise UsageError(AUTOTUNE_USAGE)
+        current = self._namespace.get(name)
+        if not grid_text.strip():
+            if not isinstance(current, AutotunedFunction):
+                raise UsageError(f"'{name}' is not autotuned: {AUTOTUNE_USAGE}")
+            display(current.choices_bundle(), raw=True)
+            return
+        if name not in self.session.function_sources:
+            raise UsageError(f"'{name}' is not a function of a Choreo cell run so far")
+        cell = self.session.function_sources[name]
+        grid = parse_grid(grid_text)
+        try:
+            tuned = Autotuned(
+                cell,
+                name,
+                grid,
+                repeats=self._repeats(options),
+                rtol=float(self._value(options.get("--rtol", str(DEFAULT_RTOL)))),
+                atol=float(self._value(options.get("--atol", str(DEFAULT_ATOL)))),
+            )
+        except ChoreoError as error:  # a define the cell does not guard with #ifndef
+            raise UsageError(str(error)) from None
+        function = AutotunedFunction(tuned)
+        self.session.shell.push({name: function, "_autotune": function})
+        print(f"{name} now calls its best build per shape, over {grid_text.strip()}")
 
     def _cluster_options(self, options: dict[str, str]) -> tuple[str | None, int | None] | None:
         """(--cluster ADDRESS, --gpus N), or None to sweep in this process."""
@@ -453,34 +499,3 @@ def profile_report_path(report: str | None, function: str, defines: dict[str, ob
     name = report or function + "".join(f"_{key}{value}" for key, value in defines.items())
     path = Path(name)
     return (path if path.suffix == ".ncu-rep" else path.with_name(path.name + ".ncu-rep")).resolve()
-
-
-def _progress_bundle(name: str, done: int, total: int, text: str) -> dict[str, str]:
-    """A progress bar (HTML `<progress>`, so no widget library is needed) over the latest step."""
-    line = f"sweep of {name}: {done}/{total} done · {text}"
-    return {
-        "text/plain": line,
-        "text/html": f"<progress value='{done}' max='{total}'></progress> <code>{escape(line)}</code>",
-    }
-
-
-def show_sweep(result: Sweep) -> None:
-    """The table, the plot, and the best point as `#define` lines to paste into the cell."""
-    display(sweep_table(result), raw=True)
-    display(Image(plot_png(result), format="png"))
-    if not result.ranked:
-        print(
-            "not ranked: on the sim backend these are the NumPy interpreter's times on the CPU, which "
-            "say nothing about a GPU; run the sweep on a GPU (the cuda target) to find the best point"
-        )
-        return
-    best = result.best
-    if best is None or best.timing is None:
-        print("no point ran and agreed with the first point: nothing to recommend")
-        return
-    rate = f", {best.timing.rate_text()}" if best.timing.rate is not None else ""
-    metric = f", {result.metric.name} {best.metric:.4g}" if result.metric and best.metric is not None else ""
-    print(
-        f"best: {best.label} (median {format_seconds(best.timing.median)}{rate}{metric}); paste into the cell:"
-    )
-    print(result.defines_text())

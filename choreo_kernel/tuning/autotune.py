@@ -8,7 +8,8 @@ kept on disk beside the binaries, and dispatched to on every later call.
 
 A shape is what `key` makes of the arguments (by default each array's shape and element type, and
 each scalar's value). The points run one after another in this process, as `%sweep` runs them;
-`runner=` takes a `cluster.DaskRunner` to spread a first tuning over the GPUs of a cluster.
+`runner=` takes a `cluster.DaskRunner` to spread a first tuning over the GPUs of a cluster. In a
+notebook, `%autotune FUNC NAME=v1,v2 ...` makes a cell's function such a dispatcher.
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.compiler.driver import resolve_target
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.tuning.point import SweepSettings, SweptSource
-from choreo_kernel.tuning.sweep import Grid, InProcess, Runner, Sweep, check_source_takes, run_sweep
+from choreo_kernel.tuning.sweep import (
+    Grid,
+    InProcess,
+    Progress,
+    Runner,
+    Sweep,
+    check_source_takes,
+    run_sweep,
+)
 from choreo_kernel.tuning.timing import current_device
 
 Key = Callable[[Sequence[Any]], Hashable]
@@ -45,34 +54,33 @@ class Autotuned:
 
     def __init__(
         self,
-        source: str,
+        swept: SweptSource,
         function: str,
         grid: Grid,
         *,
-        defines: Mapping[str, object] | None = None,
-        target: str = "auto",
-        filename: str = "<source>",
         key: Key = shape_key,
         repeats: int = 10,
         rtol: float = 1e-2,
         atol: float = 1e-2,
         cache_dir: Path | None = None,
         runner: Runner | None = None,
+        progress: Progress | None = None,
     ) -> None:
-        self.swept = SweptSource(source, dict(defines or {}), resolve_target(target), filename)
         try:
-            check_source_takes(self.swept, grid)
+            check_source_takes(swept, grid)
         except ValueError as error:
             raise ChoreoError.simple(f"autotune {function}: {error}") from None
+        self.swept = swept
         self.function = function
         self.grid = grid
         self.key = key
         self.settings = SweepSettings(f"{function}(...)", repeats, None, rtol, atol)
         self.runner = runner or InProcess()
+        self.progress: Progress = progress or _quiet  # how a tuning reports its points as they run
         self.choices: dict[Hashable, dict[str, object]] = {}
         self.sweeps: dict[Hashable, Sweep] = {}  # the tunings this process ran, for a look at them
         self._modules: dict[tuple[tuple[str, object], ...], choreo_module.Module] = {}
-        self._record = _choices_file(cache_dir, self.swept, function, grid)
+        self.record = _choices_file(cache_dir, swept, function, grid)
 
     def __call__(self, *args: Any) -> Any:
         defines = self.choice(args)
@@ -82,12 +90,12 @@ class Autotuned:
         """The defines of the best point for these arguments' shape: remembered, or tuned now."""
         key = self.key(args)
         if key not in self.choices:
-            recorded = _read(self._record).get(repr(key))
+            recorded = _read(self.record).get(repr(key))
             self.choices[key] = recorded if recorded is not None else self._tune(key, args)
         return self.choices[key]
 
     def _tune(self, key: Hashable, args: Sequence[Any]) -> dict[str, object]:
-        sweep = run_sweep(self.swept, self.grid, self._bind(args), self.settings, self.runner, _quiet)
+        sweep = run_sweep(self.swept, self.grid, self._bind(args), self.settings, self.runner, self.progress)
         self.sweeps[key] = sweep
         # On a GPU the fastest that agrees; on the sim, whose CPU times rank nothing, the first that runs.
         best = sweep.best if sweep.ranked else next((point for point in sweep.points if point.usable), None)
@@ -96,7 +104,7 @@ class Autotuned:
             raise ChoreoError.simple(
                 f"autotune {self.function}: no point ran and agreed with the first ({failures})"
             )
-        _write(self._record, {**_read(self._record), repr(key): best.defines})
+        _write(self.record, {**_read(self.record), repr(key): best.defines})
         return best.defines
 
     def _bind(self, args: Sequence[Any]) -> Callable[[choreo_module.Module], Callable[[], Any]]:
@@ -132,9 +140,20 @@ class Autotuned:
         return self._modules[key]
 
 
-def autotune(source: str, function: str, grid: Grid, **options: Any) -> Autotuned:
-    """`ck.autotune`: the function `function` of `source`, tuned over `grid` per shape (see Autotuned)."""
-    return Autotuned(source, function, grid, **options)
+def autotune(
+    source: str,
+    function: str,
+    grid: Grid,
+    *,
+    defines: Mapping[str, object] | None = None,
+    target: str = "auto",
+    filename: str = "<source>",
+    **options: Any,
+) -> Autotuned:
+    """`ck.autotune`: the function `function` of `source`, tuned over `grid` per shape (see Autotuned);
+    `defines` are fixed for every point, `options` are Autotuned's."""
+    swept = SweptSource(source, dict(defines or {}), resolve_target(target), filename)
+    return Autotuned(swept, function, grid, **options)
 
 
 def _host(value: Any) -> Any:
