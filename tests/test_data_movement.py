@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 import choreo_kernel as ck
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.cuda import emit_program
 from choreo_kernel.compiler.cuda.plan import Launch
 from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.compiler.graph import build_graph
@@ -316,3 +317,29 @@ __co__ s32 [{rows}, {cols}] tail(s32 [{shape[0]}, {shape[1]}] a) {{
     np.testing.assert_array_equal(
         ck.compile(source, target="sim").tail(a), a[shape[0] - rows :, shape[1] - cols :]
     )
+
+
+# The copy's destination has as many rows as `rows` says: only the run can tell whether it fits.
+ROWS_FROM_AN_ARGUMENT = """\
+__co__ void store_rows(s32 [4, 64] src, global s32 [8, 64] out, int rows) {
+  parallel p by 1 : block {
+    shared s32 [4, 64] tile;
+    dma.copy src => tile;
+    dma.copy tile => out.view(rows, _).from(0, 0);
+  }
+}
+"""
+
+
+def test_a_copy_whose_shapes_differ_only_when_it_runs_is_checked_on_cuda_as_on_the_sim() -> None:
+    text = emit_program(analyze(ROWS_FROM_AN_ARGUMENT, target="cuda"))
+    assert "if (256 != rows * 64) choreo::assertion_fails(status, 0);\n  else choreo::copy(" in text
+    assert text.count("assertion_fails(") == 1  # the first copy's shapes agree at compile time
+    module = ck.compile(ROWS_FROM_AN_ARGUMENT, target="sim")
+    src = np.arange(256, dtype=np.int32).reshape(4, 64)
+    out = np.full((8, 64), -1, np.int32)
+    with pytest.raises(ck.ChoreoError, match=r"5:5: .*a copy of shape \[4, 64\] does not fit .*\[3, 64\]"):
+        module.store_rows(src, out, 3)
+    module.store_rows(src, out, 4)
+    np.testing.assert_array_equal(out[:4], src)
+    assert (out[4:] == -1).all()

@@ -89,3 +89,21 @@ def test_strided_views_on_the_gpu_read_what_numpy_strides_read(view: dict[str, i
     expected = as_strided(x.reshape(-1)[start:], (view["e0"], view["e1"]), (view["s0"] * 4, view["s1"] * 4))
     np.testing.assert_array_equal(host(ck.compile(source, target="cuda").picked(x)), expected)
     np.testing.assert_array_equal(ck.compile(source, target="sim").picked(x), expected)
+
+
+def test_a_copy_whose_shapes_differ_when_it_runs_raises_and_writes_nothing_past_its_view() -> None:
+    from test_data_movement import ROWS_FROM_AN_ARGUMENT
+
+    module = ck.compile(ROWS_FROM_AN_ARGUMENT, target="cuda")
+    src = np.arange(256, dtype=np.int32).reshape(4, 64)
+    import cupy
+
+    out = cupy.full((8, 64), -1, cupy.int32)
+    with pytest.raises(
+        ck.ChoreoError, match=r"line 5 .*a copy of shape \[4, 64\] does not fit .*\[rows, 64\]"
+    ):
+        module.store_rows(src, out, 3)
+    assert (out.get() == -1).all()  # neither the 3 rows of the view nor the row past it
+    module.store_rows(src, out, 4)  # and the GPU is usable after the error
+    np.testing.assert_array_equal(out.get()[:4], src)
+    assert (out.get()[4:] == -1).all()

@@ -83,6 +83,16 @@ def matched(source: View, destination: View) -> tuple[View, View]:
     return source, destination
 
 
+def count_mismatch(source: View, destination: View) -> CExpr | None:
+    """The condition under which the two sides hold different numbers of elements, where only the run
+    can tell (a dimension the arguments or a loop give); None where they agree at compile time. The
+    analysis rejects shapes that differ at compile time."""
+    counts = [cexpr.multiply(*side.dims) for side in (source, destination)]
+    if counts[0].text == counts[1].text:
+        return None
+    return cexpr.binary("!=", *counts)
+
+
 def copy_call(function: str, source: View, destination: View, group: Group, node: ast.Node) -> str:
     source, destination = matched(source, destination)
     return (

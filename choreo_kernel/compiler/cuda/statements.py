@@ -539,7 +539,14 @@ class KernelEmitter(ControlStatements, BoundVariables):
             self.out.line(copies.padded_call(source, destination, low, fill, group, stmt, cp_async))
         else:
             function = "copy_async" if cp_async else "copy"
-            self.out.line(copies.copy_call(function, source, destination, group, stmt))
+            call = copies.copy_call(function, source, destination, group, stmt)
+            mismatch = copies.count_mismatch(source, destination)
+            if mismatch is None:
+                self.out.line(call)
+            else:  # as on sim: shapes that differ when it runs are an error, never a write past the tile
+                site = self._copy_check_site(stmt, source, destination)
+                self.out.line(f"if ({mismatch.text}) choreo::assertion_fails({self.status}, {site});")
+                self.out.line(f"else {call}")
         batch = f"choreo::cp_async_commit({self.cp_async_groups})" if cp_async else "0"
         if not cp_async:
             self._fence_for_tensor_cores(destination)
@@ -548,6 +555,16 @@ class KernelEmitter(ControlStatements, BoundVariables):
             self.out.line(barrier)
         if stmt.result is not None:
             self._assign_future(stmt, destination, batch, group)
+
+    def _copy_check_site(self, stmt: ast.OperationStmt, source: View, destination: View) -> int:
+        def shape(view: View) -> str:
+            return "[" + ", ".join(dim.text for dim in view.dims) + "]"
+
+        failure = (
+            f"a copy of shape {shape(source)} does not fit a destination of shape {shape(destination)}: "
+            "the shapes must agree, and here they differ when the copy runs"
+        )
+        return self._site(stmt, "check", message=failure)
 
     def _fence_for_tensor_cores(self, destination: View) -> None:
         """A swizzled tile is read by WGMMA (or a TMA store), the async proxy: the threads' own writes
