@@ -34,6 +34,7 @@ at the first shape (for ncu) and exits.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -170,6 +171,11 @@ def autotuned_kernels(
     return kernels
 
 
+def fixed_kernels(kernels: dict[Variant, Any], setup: Problem, m: int, n: int) -> dict[Variant, Any]:
+    """The same compiled variants for every shape."""
+    return kernels
+
+
 def relative_error(result: Any, reference: Any) -> float:
     got, expected = result.astype(cupy.float32), reference.astype(cupy.float32)
     return float(cupy.abs(got - expected).max() / cupy.abs(expected).max())
@@ -275,13 +281,10 @@ def main() -> None:
     summary = []
     for element in args.types:
         if args.autotune:
-            tuners = autotuners(element)
-            kernels_for: Kernels = lambda setup, m, n, tuners=tuners, element=element: autotuned_kernels(
-                element, tuners, setup, m, n
-            )  # noqa: E731
+            kernels_for: Kernels = functools.partial(autotuned_kernels, element, autotuners(element))
         else:
             kernels = {variant: compile_kernel(variant, args.emit) for variant in grid(element)}
-            kernels_for = lambda setup, m, n, kernels=kernels: kernels  # noqa: E731
+            kernels_for = functools.partial(fixed_kernels, kernels)
         if args.profile and not args.autotune:
             m, n, k = shape_of(args.shapes[0])
             setup = problem(element, m, n, k)
