@@ -47,6 +47,12 @@ def _check_cluster(info: FunctionInfo, stmt: ast.Parallel, sink: DiagnosticSink)
             f"a 'cluster' level stands alone, outermost, around one block-level parallel: {_FORM}", where
         )
         return
+    if stmt.is_async:
+        sink.error(
+            "write 'parallel.async' on the block-level parallel inside the cluster: that parallel is the kernel "
+            "launch",
+            stmt.span,
+        )
     counts = info.counts_of.get(id(clause), ())
     if len(counts) > 3:
         sink.error(
@@ -128,7 +134,7 @@ def _check_cluster_trigger(info: FunctionInfo, stmt: ast.Trigger, sink: Diagnost
 
 def _check_multicast(info: FunctionInfo, stmt: ast.OperationStmt, sink: DiagnosticSink) -> None:
     operation = stmt.operation
-    if operation.family != "tma" or operation.words != ["copy"]:
+    if operation.family != "tma" or operation.words not in (["copy"], ["load"]):
         sink.error(
             f"'.multicast' is a qualifier of TMA loads ('tma.copy.multicast'), not of '{operation.text}'",
             operation.op_span,

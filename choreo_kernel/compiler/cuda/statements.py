@@ -96,12 +96,13 @@ class KernelEmitter(ControlStatements, BoundVariables):
         if cluster is None:
             return
         clause = cluster.parallel.clauses[0]
-        self.out.source(cluster.parallel, "this block's place in its cluster")
         names = clause.variables.names if clause.variables is not None else ()
+        symbols = [self.info.declared(cluster.parallel, name.id) for name in names]
+        if any(symbol is not None for symbol in symbols):
+            self.out.source(cluster.parallel, "this block's place in its cluster")
         values = []
-        for axis, (name, dim) in enumerate(zip(names, cluster.dims)):
+        for axis, (symbol, dim) in enumerate(zip(symbols, cluster.dims)):
             value = cexpr.binary("%", cexpr.name(f"blockIdx.{GRID_AXES[axis]}"), cexpr.const(dim))
-            symbol = self.info.declared(cluster.parallel, name.id)
             if symbol is not None:
                 self._bind_variable(symbol, value, cexpr.const(dim))
             values.append(Operand(value, "s32", cexpr.const(dim)))
