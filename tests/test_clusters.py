@@ -101,3 +101,27 @@ def test_a_local_trigger_in_place_of_trigger_cluster_leaves_the_peers_waiting_on
     run = ck.compile(program, target="sim").function("cluster_event_every_block")
     with pytest.raises(ck.ChoreoError, match="deadlock"):
         run(np.zeros((4, 32), dtype=np.float32))
+
+
+SIXTEEN = """
+__co__ void fill(global f32 [64, 32] x) {
+  parallel c by 16 : cluster {
+    parallel b by 64 : block, t by 32 : thread {
+      shared event done;
+      trigger.cluster done;
+      wait done;
+      x.at(b, t) = c;
+    }
+  }
+}
+"""
+
+
+@pytest.mark.gpu
+def test_a_cluster_of_sixteen_blocks_runs_with_the_non_portable_opt_in() -> None:
+    """More than 8 blocks per cluster: the runtime sets the kernel's non-portable cluster size attribute;
+    each block's event counts the 16 blocks' 32 arrivals each."""
+    fill = ck.compile(SIXTEEN, target="cuda").function("fill")
+    x = np.zeros((64, 32), dtype=np.float32)
+    fill(x)
+    np.testing.assert_array_equal(x, np.repeat((np.arange(64) % 16)[:, None], 32, axis=1).astype(np.float32))
