@@ -125,3 +125,18 @@ def test_a_cluster_of_sixteen_blocks_runs_with_the_non_portable_opt_in() -> None
     x = np.zeros((64, 32), dtype=np.float32)
     fill(x)
     np.testing.assert_array_equal(x, np.repeat((np.arange(64) % 16)[:, None], 32, axis=1).astype(np.float32))
+
+
+def test_yield_in_a_cluster_kernel_is_refused_at_check_time() -> None:
+    program = """
+__co__ void f(global f32 [4, 32] x) {
+  parallel c by 2 : cluster {
+    parallel b by 4 : block, t by 32 : thread {
+      if (t > 3) { yield; }
+      x.at(b, t) = 1.0f;
+    }
+  }
+}
+"""
+    (error,) = [d for d in ck.check(program) if d.severity == "error"]
+    assert error.line == 5 and "cluster barrier before they exit" in error.message
