@@ -140,3 +140,14 @@ __co__ void f(global f32 [4, 32] x) {
 """
     (error,) = [d for d in ck.check(program) if d.severity == "error"]
     assert error.line == 5 and "cluster barrier before they exit" in error.message
+
+
+def test_the_kernel_summary_names_the_cluster_size() -> None:
+    from choreo_kernel.kernel.summary import describe
+
+    text = source("cluster_event_every_block.co")
+    analysis = analyze(text)
+    info = analysis.functions["cluster_event_every_block"]
+    assert analysis.lowered is not None
+    line = describe(info, text, analysis.lowered.plans["cluster_event_every_block"])
+    assert "1 kernel, 32 threads/block in clusters of 2 blocks, 8 B shared" in line
