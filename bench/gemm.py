@@ -8,7 +8,8 @@ out = lhs · rhsᵀ with lhs [M, K] and rhs [N, K] ("TN", both K-major), f32 acc
   (cuBLASLt), whose second operand must be column-major: `rhs.T` of a row-major [N, K] rhs is.
 
 The programs: bench/gemm_ws.co (one accumulator per consumer warpgroup; counts tiles with cdiv, so it
-is correct for any M, N and K; -D ELEM/BK/ACC for bf16 and FP8), bench/gemm_ws_persistent.co (the
+is correct for any M, N and K; -D ELEM/BK/ACC for bf16 and FP8; -D CLUSTER=2 for clusters of two blocks
+that share the rhs tile by a multicast load), bench/gemm_ws_persistent.co (the
 same, persistent: one block per SM walks the tiles, its ring running on across them; with TMA_STORE=1
 its epilogue is an asynchronous TMA store drained a tile later), and
 bench/gemm_ws_paired.co and bench/gemm_ws_pipelined.co (f16, multiples of the tile only). Each shape gets fresh random inputs; each
@@ -75,10 +76,14 @@ class Variant:
 
     def fits(self, m: int, n: int, k: int) -> bool:
         """Whether the program handles this shape: gemm_ws and gemm_ws_persistent any (rows of K a
-        multiple of 16 bytes, for TMA), the others only multiples of their tiles (of two K tiles for
-        the paired one)."""
+        multiple of 16 bytes, for TMA; with CLUSTER, M tiles that make whole clusters), the others only
+        multiples of their tiles (of two K tiles for the paired one)."""
         if self.program in ("gemm_ws", "gemm_ws_persistent"):
-            return k * (1 if self.defines.get("ELEM", "f16").startswith("f8") else 2) % 16 == 0
+            whole_clusters = -(-m // BM) % self.defines.get("CLUSTER", 1) == 0
+            return (
+                whole_clusters
+                and k * (1 if self.defines.get("ELEM", "f16").startswith("f8") else 2) % 16 == 0
+            )
         bk = 2 * 64 if self.program == "gemm_ws_paired" else 64
         return m % BM == 0 and n % self.defines["BN"] == 0 and k % bk == 0
 
@@ -99,6 +104,8 @@ def grid(element: str) -> list[Variant]:
     types = TYPE_DEFINES.get(element, {})
     shapes = {"f8_e4m3": ((256, 3), (256, 4), (128, 6))}.get(element, ((256, 3), (256, 4), (128, 4)))
     variants = [Variant("gemm_ws", {"BN": bn, "STAGES": s, **types}) for bn, s in shapes]
+    # clusters of two blocks along M, the rhs tile multicast to both
+    variants += [Variant("gemm_ws", {"BN": bn, "STAGES": s, "CLUSTER": 2, **types}) for bn, s in shapes[:2]]
     variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 4, **types}))
     variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 3, "TMA_STORE": 1, **types}))
     if element == "f16":

@@ -118,7 +118,7 @@ class ChoreoLexer(RegexLexer):
                 r"(?:dma|tma|mma)(?:\.[A-Za-z_]\w*(?:<[^<>;\n]*>)?)+|sync\.[A-Za-z_]\w*",
                 Name.Builtin,
             ),
-            (r"(?:parallel|inthreads)(?:\.async)?(?![\w.])", Keyword),
+            (r"(?:parallel|inthreads)(?:\.async)?(?![\w.])|trigger\.cluster(?![\w.])", Keyword),
             (r"(?:print|println)!?(?=\s*\()", Keyword),
             (words(_KEYWORDS, suffix=_WORD_END), Keyword),
             (words(_STORAGE, suffix=_WORD_END), Keyword.Declaration),

@@ -68,3 +68,21 @@ def test_a_define_the_source_does_not_guard_is_refused(tmp_path: Path) -> None:
     fixed = SOURCE.replace("#ifndef SCALE\n#define SCALE 2\n#endif", "#define SCALE 2")
     with pytest.raises(ck.ChoreoError, match="defines SCALE itself"):
         ck.autotune(fixed, "scaled", {"SCALE": [2, 3]}, target="sim", cache_dir=tmp_path)
+
+
+def test_the_cluster_shape_is_tuned_as_a_define(tmp_path: Path) -> None:
+    """bench/gemm_ws.co's -D CLUSTER: clusters of 4 do not tile a grid of 2 blocks along M, so that point
+    fails at the call; clusters of 1 and 2 both compute the product, and one of them is chosen."""
+    source = (Path(__file__).resolve().parent.parent / "bench" / "gemm_ws.co").read_text(encoding="utf-8")
+    grid = {"CLUSTER": [4, 1, 2], "BN": [128], "STAGES": [2]}
+    tuned = ck.autotune(source, "gemm_ws", grid, target="sim", cache_dir=tmp_path, repeats=1)
+    rng = np.random.default_rng(3)
+    lhs = rng.random((256, 64), dtype=np.float32).astype(np.float16)
+    rhs = rng.random((128, 64), dtype=np.float32).astype(np.float16)
+    out = np.zeros((256, 128), np.float16)
+    tuned(lhs, rhs, out)
+    np.testing.assert_allclose(out, lhs.astype(np.float32) @ rhs.astype(np.float32).T, rtol=1e-2, atol=1e-2)
+    ((key, sweep),) = tuned.sweeps.items()
+    assert [point.error is not None for point in sweep.points] == [True, False, False]
+    assert "not a multiple of its clusters' 4" in str(sweep.points[0].error)
+    assert tuned.choices[key]["CLUSTER"] in (1, 2)

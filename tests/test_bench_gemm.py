@@ -16,6 +16,7 @@ TYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3": ml_dtypes.flo
 CASES = [
     ("gemm_ws", "f16", {"BN": 128, "STAGES": 2}, (200, 136, 72)),
     ("gemm_ws", "f8_e4m3", {"BN": 128, "STAGES": 2, "BK": 128}, (136, 136, 144)),
+    ("gemm_ws", "f16", {"BN": 128, "STAGES": 2, "CLUSTER": 2}, (200, 136, 72)),  # rhs multicast in clusters
     ("gemm_ws_persistent", "bf16", {"BN": 128, "STAGES": 3, "BLOCKS": 3}, (300, 264, 136)),
     ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 3, "TMA_STORE": 1}, (300, 264, 136)),
 ]

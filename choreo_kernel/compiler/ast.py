@@ -367,7 +367,12 @@ class InThreads(Stmt):
 
 
 L2_HINTS = ("evict_first", "evict_last")  # `tma.load.async.evict_first`: the L2 policy of a TMA load
-MODIFIERS = ("async", "swiz", *L2_HINTS)  # qualifiers that say how an operation runs, not what it does
+MODIFIERS = (
+    "async",
+    "swiz",
+    "multicast",
+    *L2_HINTS,
+)  # qualifiers that say how an operation runs, not what it does
 
 
 @dataclass(frozen=True, eq=False)
@@ -396,6 +401,11 @@ class Operation(Node):
         return "async" in self.qualifiers
 
     @property
+    def is_multicast(self) -> bool:
+        """`tma.copy.multicast`: one load that lands in every block of the cluster."""
+        return "multicast" in self.qualifiers
+
+    @property
     def words(self) -> list[str]:
         """The qualifiers that say what the operation does (`["load"]`, `["row", "row"]`): without
         `async`, `swiz` and the L2 hints, which say how."""
@@ -417,8 +427,11 @@ class Wait(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class Trigger(Stmt):
+    """`trigger E after F`; `trigger.cluster E` arrives on E in every block of the cluster."""
+
     targets: tuple[Expr, ...]
     after: tuple[Expr, ...]
+    cluster: bool = False
 
 
 @dataclass(frozen=True, eq=False)

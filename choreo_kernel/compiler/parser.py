@@ -428,7 +428,8 @@ class _AstBuilder(SignatureRules):
         return ast.Wait(self._span(meta), children[0])
 
     def trigger_stmt(self, meta: Any, children: list[Any]) -> ast.Trigger:
-        return ast.Trigger(self._span(meta), children[0], children[1] or ())
+        keyword, targets, after = children
+        return ast.Trigger(self._span(meta), targets, after or (), str(keyword).endswith(".cluster"))
 
     def sync_stmt(self, meta: Any, children: list[Any]) -> ast.Stmt:
         keyword, level, qualifier = children

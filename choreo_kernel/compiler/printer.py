@@ -204,7 +204,8 @@ def _operation_statement(stmt: ast.OperationStmt) -> str:
 
 def _trigger(stmt: ast.Trigger) -> str:
     after = f" after {expressions(stmt.after)}" if stmt.after else ""
-    return f"trigger {expressions(stmt.targets)}{after}"
+    keyword = "trigger.cluster" if stmt.cluster else "trigger"
+    return f"{keyword} {expressions(stmt.targets)}{after}"
 
 
 def _return(stmt: ast.Return) -> str:

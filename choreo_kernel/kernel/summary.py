@@ -23,6 +23,7 @@ class Kernel:
     threads: Dim  # an int, or the text of a size set by the arguments ("N / 4")
     shared_bytes: int | None  # None where the function has no CUDA lowering
     shared_sized_at_launch: bool = False  # more shared memory, for buffers whose size the arguments set
+    cluster_blocks: int = 1  # blocks per thread-block cluster
 
 
 def signature(info: FunctionInfo, source: str) -> str:
@@ -49,7 +50,9 @@ def kernels(info: FunctionInfo, plan: FunctionPlan | None) -> list[Kernel]:
         launch = by_kernel.get(id(kernel))
         shared = launch.shared_bytes if launch is not None else None
         sized = launch is not None and launch.dynamic_shared is not None
-        found.append(Kernel(launches.launch(kernel).block_size, shared if plan else None, sized))
+        model = launches.launch(kernel)
+        blocks = model.cluster.blocks if model.cluster is not None else 1
+        found.append(Kernel(model.block_size, shared if plan else None, sized, blocks))
     return found
 
 
@@ -65,6 +68,8 @@ def describe(info: FunctionInfo, source: str, plan: FunctionPlan | None) -> str:
 
 def _kernel_text(kernel: Kernel) -> str:
     threads = f"{kernel.threads} thread{'s' * (kernel.threads != 1)}/block"
+    if kernel.cluster_blocks > 1:
+        threads += f" in clusters of {kernel.cluster_blocks} blocks"
     if kernel.shared_bytes is None:
         shared = "shared memory: no CUDA lowering"
     elif kernel.shared_bytes:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import struct
@@ -52,7 +53,11 @@ from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
 from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
-from choreo_kernel.compiler.semantics.launch import check_block_threads
+from choreo_kernel.compiler.semantics.launch import (
+    PORTABLE_CLUSTER_BLOCKS,
+    check_block_threads,
+    cluster_problem,
+)
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
 from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
@@ -69,6 +74,7 @@ NOT_READY = 600  # cudaErrorNotReady: the stream still has work
 _lost_context: list[str] = []  # why this process's CUDA context became unusable, once it has
 MAX_GRID = (2**31 - 1, 65535, 65535)
 UNIT = "choreo.cu"  # NVRTC's name for the emitted CUDA: the file its line info (and ncu) names
+NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
 STATIC_SHARED_LIMIT = 48 * 1024  # above this a kernel must raise its dynamic shared-memory limit
 TENSOR_MAPS_KEPT = 256  # encoded tensor maps remembered per compiled source
 # Narrow types have no CuPy dtype: their arrays travel as the unsigned integers of the same width.
@@ -307,6 +313,11 @@ class CudaBackend:
         kernel = self.kernels.get(launch.kernel)
         if kernel is None:
             kernel = self.module.get_function(launch.kernel)
+            if launch.cluster is not None and math.prod(launch.cluster) > PORTABLE_CLUSTER_BLOCKS:
+                # a cluster of more than 8 blocks runs only where the kernel opts in
+                self.cupy.cuda.driver.funcSetAttribute(
+                    kernel.kernel.ptr, NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
+                )
             self.kernels[launch.kernel] = kernel
             self.shared_limits[launch.kernel] = STATIC_SHARED_LIMIT
         if shared_bytes > self.shared_limits[launch.kernel]:
@@ -443,6 +454,9 @@ class CudaFunction:
                     f"{self.name}(): {size} blocks on grid axis {axis} (line {launch.statement.span.line}); "
                     f"CUDA allows at most {limit}"
                 )
+        problem = cluster_problem(launch.cluster, grid, launch.statement)
+        if problem is not None:
+            raise ChoreoError.simple(f"{self.name}(): {problem}")
         threads = launch.threads or self._block_threads(launch, values)
         arguments = [self._argument(parameter, values) for parameter in launch.parameters]
         shared_bytes = self._shared_bytes(launch, arguments)

@@ -1,6 +1,7 @@
 """Parallel levels: filling in missing annotations, and checking that the nest can be built.
 
-Levels from outermost to innermost are block > group-4 > group > thread (language.md 4.1).
+Levels from outermost to innermost are cluster > block > group-4 > group > thread (language.md 4.1);
+a cluster stands around a kernel and does not count in the nests below.
 A kernel's levels form a tree: each clause of a `parallel` is a level, the next clause or the
 parallels nested in its body are the levels inside it. Missing annotations are inferred as
 Croqtile infers them, innermost first: a level with nothing inside it is `thread` (a lone
@@ -76,10 +77,14 @@ def infer_levels(kernel: ast.Parallel, sink: DiagnosticSink) -> dict[int, Level 
 
 
 def _tree(stmt: ast.Parallel, depth: int) -> list[_LevelNode]:
-    nodes = [_LevelNode(clause, depth + position) for position, clause in enumerate(stmt.clauses)]
+    nodes = []
+    for clause in stmt.clauses:
+        nodes.append(_LevelNode(clause, depth))
+        if clause.level != Level.CLUSTER:  # a cluster groups blocks: the nest below it infers as a kernel
+            depth += 1
     for outer, inner in pairwise(nodes):
         outer.inside.append(inner)
-    below = depth + len(nodes)
+    below = depth
     for nested in inner_parallels(stmt.body):
         nodes[-1].inside.extend(_tree(nested, below))
     return nodes[:1]
@@ -91,9 +96,9 @@ def _infer(node: _LevelNode, sink: DiagnosticSink, levels: dict[int, Level | Non
     clause = node.clause
     if clause.level is not None:
         level = Level.named(clause.level)
-        if level is None or level == Level.CLUSTER:
+        if level is None:
             sink.error(
-                f"unknown parallel level '{clause.level}'; the levels are block, group-4, group and thread",
+                f"unknown parallel level '{clause.level}'; the levels are cluster, block, group-4, group and thread",
                 clause.level_span or clause.span,
             )
             level = None
@@ -141,7 +146,7 @@ def _check_nesting(
         if level.rank < enclosing.rank or (level.rank == enclosing.rank and level != Level.THREAD):
             sink.error(
                 f"a '{level}' level cannot be nested inside a '{enclosing}' level: levels go "
-                "block > group-4 > group > thread, outermost first",
+                "cluster > block > group-4 > group > thread, outermost first",
                 clause.level_span or clause.span,
             )
             return False

@@ -297,6 +297,33 @@ CHOREO_DEVICE void mbarrier_init(mbarrier* bar, unsigned count) {
 // fence.mbarrier_init.release.cluster: publish initialized mbarriers before the block barrier that follows.
 CHOREO_DEVICE void fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 
+// %cluster_ctarank: this block's rank in its thread-block cluster.
+CHOREO_DEVICE unsigned cluster_ctarank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+// barrier.cluster.arrive.release + barrier.cluster.wait.acquire: every thread of every block of the cluster
+// meets here; the writes before it (mbarrier inits, shared memory) are visible to the blocks after it.
+CHOREO_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// mapa.shared::cluster + mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]: one arrival on the
+// mbarrier at the same place in the shared memory of the cluster's block `rank`.
+CHOREO_DEVICE void mbarrier_arrive_cluster(mbarrier* bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(shared_address(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+// mbarrier_arrive_cluster from one lane for its whole warp, once its lanes have all arrived here.
+CHOREO_DEVICE void mbarrier_arrive_cluster_warp(mbarrier* bar, unsigned rank) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) mbarrier_arrive_cluster(bar, rank);
+}
+
 // mbarrier.arrive.release.cta.shared::cta.b64 _, [bar]: one arrival; this thread's earlier writes happen before it.
 CHOREO_DEVICE void mbarrier_arrive(mbarrier* bar) {
   asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
@@ -814,6 +841,34 @@ CHOREO_DEVICE unsigned long long l2_evict_last() {
   unsigned long long policy;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   return policy;
+}
+
+// cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+// [dst], [map, {x, ...}], [bar], mask: tma_load into `dst` of every block of the cluster whose rank's bit is set
+// in `mask`, counting the bytes down on the mbarrier at `bar`'s place in each of them.
+template <class... Coordinates>
+CHOREO_DEVICE void tma_load_multicast(void* dst, const TensorMap* map, mbarrier* bar, unsigned short mask,
+                                      Coordinates... coordinates) {
+  constexpr int rank = sizeof...(Coordinates);
+  static_assert(rank >= 1 && rank <= 5, "a tensor map has 1 to 5 dimensions");
+  const int c[] = {static_cast<int>(coordinates)...};
+  const unsigned to = shared_address(dst), on = shared_address(bar);
+  if constexpr (rank == 1) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "h"(mask), "r"(c[0]) : "memory");
+  } else if constexpr (rank == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "h"(mask), "r"(c[0]), "r"(c[1]) : "memory");
+  } else if constexpr (rank == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "h"(mask), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  } else if constexpr (rank == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "h"(mask), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
+                 ::"r"(to), "l"(map), "r"(on), "h"(mask), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+  }
 }
 
 // cp.async.bulk.tensor.Nd...complete_tx::bytes.L2::cache_hint [dst], [map, {x, ...}], [bar], policy: tma_load

@@ -174,6 +174,12 @@ class ControlStatements(KernelContext):
     def check_control(self, text: str) -> None:
         """Refuse what the kernel as a whole cannot do: a `yield` where warp or warpgroup barriers follow,
         a named barrier that takes a warpgroup's id."""
+        if self.yields and self.threads.launch.cluster is not None:
+            raise LoweringError(
+                "'yield' in a kernel of thread-block clusters: its blocks meet at a cluster barrier before they exit, "
+                "which a thread that has left never reaches; end the thread's work with an 'if' instead",
+                self.yields[0],
+            )
         if self.yields and any(marker in text for marker in _COUNTED_BARRIERS):
             raise LoweringError(
                 "'yield' in a kernel with warp or warpgroup barriers: a thread that has left never arrives "

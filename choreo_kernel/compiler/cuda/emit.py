@@ -143,7 +143,10 @@ class FunctionLowering:
         written: set[Symbol] = set()
         for stmt in self.function.body.body:
             if isinstance(stmt, ast.Parallel):
-                launch, text, wrote = self._kernel(stmt)
+                kernel = self.info.launches.structure.kernel_at(stmt)
+                if kernel is None:
+                    raise LoweringError("a 'cluster' level stands around one block-level parallel", stmt)
+                launch, text, wrote = self._kernel(kernel)
                 steps.append(launch)
                 kernels.append(text)
                 written |= wrote
@@ -285,6 +288,13 @@ class FunctionLowering:
                 "// one block per SM: its warpgroups trade registers with setmaxnreg (producer and consumers)"
             )
         limits = kernel_limits(stmt, block_threads or MAX_THREADS_PER_BLOCK, bool(emitter.roles))
+        cluster = emitter.threads.launch.cluster
+        if cluster is not None:
+            out.line(
+                f"// thread-block clusters of {cluster.blocks} blocks (line {cluster.parallel.span.line}): consecutive "
+                "blocks along blockIdx.x share their shared memory"
+            )
+            limits += f" __cluster_dims__({', '.join(map(str, cluster.dims))})"
         out.line(f'extern "C" __global__ void {limits} {kernel_name}({signature}) {{')
         arena = emitter.arena
         shared_bytes = arena.size
@@ -325,6 +335,10 @@ class FunctionLowering:
             f"  if (!choreo::block_starts({emitter.status})) return;  // the launch already gave up on a wait"
         )
         out.lines.extend(body.splitlines())
+        if cluster is not None:
+            out.line(
+                "  choreo::cluster_sync();  // no block exits while a peer may still write its shared memory"
+            )
         out.line("  choreo::block_ends();")
         out.line("}")
         self.wrappers.update(emitter.mma.wrappers())
@@ -339,6 +353,7 @@ class FunctionLowering:
             parameters,
             dynamic_shared=dynamic,
             cooperative=cooperative,
+            cluster=cluster.dims if cluster is not None else None,
             prints=emitter.prints,
             stream=stream,
             thread_factors=factors,

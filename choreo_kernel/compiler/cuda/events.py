@@ -136,7 +136,7 @@ class Events:
                 with out.block(f"for (int slot = 0; slot < {slots}; ++slot)"):
                     out.line(f"choreo::mbarrier_init(&{c_name}[slot], {lowering.arrivals});  // {count_note}")
             out.line("choreo::fence_mbarrier_init();")
-        out.line("__syncthreads();")
+        out.line(self.threads.after_barrier_init())
 
     def _arrivals(self, lowering: EventLowering, stmt: ast.EventDecl) -> int:
         """The mbarrier's arrivals per generation: the event's arrivals (semantics/arrivals.py) as the
@@ -170,6 +170,17 @@ class Events:
         """Threads that arrive directly, or warps where each warp triggers every generation at one site
         with all its threads: the sites' thread sets are whole warps, equal or disjoint, and no `if`
         picks among them."""
+        blocks = {site.blocks for site in sites}
+        if len(blocks) > 1:
+            raise LoweringError(
+                f"event '{lowering.symbol.name}' has both 'trigger' and 'trigger.cluster' arrivals; the CUDA "
+                "backend counts one kind per event",
+                sites[0].statement,
+            )
+        return blocks.pop() * self._block_arrivals(lowering, sites)
+
+    def _block_arrivals(self, lowering: EventLowering, sites: tuple[TriggerSite, ...]) -> int:
+        """The direct arrivals that come from one block."""
         threads = [site.threads or frozenset() for site in sites]
         reached = frozenset().union(*threads)
         distinct = set(threads)
@@ -229,11 +240,18 @@ class Events:
         test = cexpr.call("choreo::mbarrier_try_wait_parity", cexpr.raw(f"&{name}[{slot.text}]"), parity)
         return cexpr.unary("!", test)
 
-    def trigger(self, target: ast.Expr, out: CodeWriter) -> None:
+    def trigger(self, target: ast.Expr, out: CodeWriter, cluster: bool = False) -> None:
+        """An arrival on the event; `trigger.cluster`: on the event of every block of the cluster."""
         lowering, _, _ = self._target(target)
         address, setup = self.barrier(target)
         arrive = "mbarrier_arrive_warp" if lowering.per_warp else "mbarrier_arrive"
-        write_once([*setup, f"choreo::{arrive}({address});"], out)
+        shape = self.threads.launch.cluster
+        if not cluster or shape is None:
+            write_once([*setup, f"choreo::{arrive}({address});"], out)
+            return
+        arrive = arrive.replace("mbarrier_arrive", "mbarrier_arrive_cluster")
+        loop = f"for (unsigned peer = 0; peer < {shape.blocks}; ++peer) choreo::{arrive}({address}, peer);"
+        write_once([*setup, f"{loop}  // this block's and its peers'"], out)
 
     def barrier(self, target: ast.Expr) -> tuple[str, list[str]]:
         """The address of the mbarrier a trigger of `target` arrives on, and the lines that must run

@@ -68,6 +68,9 @@ class Launch:
     parameters: tuple[KernelParameter, ...]
     dynamic_shared: Term | None = None
     cooperative: bool = False  # `block<cooperative>`: launched with cuLaunchCooperativeKernel
+    cluster: tuple[int, int, int] | None = (
+        None  # blocks per thread-block cluster (the kernel's __cluster_dims__)
+    )
     prints: bool = False  # calls printf: the host flushes the output after it
 
     stream: Symbol | None = None  # `parallel<s>`: the stream it launches on (else the current one)

@@ -78,6 +78,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
             if symbol is not None:
                 self._bind_variable(symbol, block.expr, block.bound or cexpr.ONE)
         self._bind_groups(kernel.clauses[: len(self.threads.block_clauses)], blocks)
+        self._cluster_variables()
         self._thread_variables(kernel)
         if _has_async_copy(kernel):
             out.line(f"int {self.cp_async_groups} = 0;  // cp.async batches this thread has committed")
@@ -87,6 +88,25 @@ class KernelEmitter(ControlStatements, BoundVariables):
         text = out.text()
         self.check_control(text)
         return text
+
+    def _cluster_variables(self) -> None:
+        """`parallel {c} by [2] : cluster`: `c` is the block's place in its cluster, `blockIdx.x % 2` (clusters
+        tile the grid, so this is %cluster_ctaid.x)."""
+        cluster = self.threads.launch.cluster
+        if cluster is None:
+            return
+        clause = cluster.parallel.clauses[0]
+        names = clause.variables.names if clause.variables is not None else ()
+        symbols = [self.info.declared(cluster.parallel, name.id) for name in names]
+        if any(symbol is not None for symbol in symbols):
+            self.out.source(cluster.parallel, "this block's place in its cluster")
+        values = []
+        for axis, (symbol, dim) in enumerate(zip(symbols, cluster.dims)):
+            value = cexpr.binary("%", cexpr.name(f"blockIdx.{GRID_AXES[axis]}"), cexpr.const(dim))
+            if symbol is not None:
+                self._bind_variable(symbol, value, cexpr.const(dim))
+            values.append(Operand(value, "s32", cexpr.const(dim)))
+        self._bind_groups((clause,), values)
 
     def _bind_variable(self, symbol: Symbol, value: CExpr, bound: CExpr) -> None:
         name = self.names.local(symbol.name)
@@ -661,7 +681,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
             self.tma.trigger_after(stmt)
             return
         for target in stmt.targets:
-            self.events.trigger(target, self.out)
+            self.events.trigger(target, self.out, stmt.cluster)
 
 
 def names_in(stmt: ast.Stmt) -> list[ast.Name]:

@@ -128,6 +128,15 @@ class KernelThreads:
     def _factor(self, factor: Factor) -> CExpr:
         return cexpr.const(factor) if isinstance(factor, int) else self.render(factor)
 
+    def after_barrier_init(self) -> str:
+        """The barrier after mbarriers are initialized: the block's, or the cluster's where peers arrive on them
+        (remote arrivals, multicast loads), so that no peer reaches a barrier its block has not initialized."""
+        if self.launch.cluster is None:
+            return "__syncthreads();"
+        return (
+            "choreo::cluster_sync();  // the cluster's mbarriers are initialized before any block uses them"
+        )
+
     def static_block_threads(self) -> int:
         """The block size, where an operation needs it fixed (`_check_symbolic` keeps those out)."""
         if self.block_threads is None:

@@ -30,6 +30,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 from choreo_kernel.compiler import ast, printer
+from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
@@ -70,6 +71,7 @@ class Copy:
     hint: str = ""  # an L2 hint of the load (`evict_first`, `evict_last`), or none
     panels: int = 1  # boxes one swizzle wide that make up a tile whose rows are wider (see _panels)
     panel_elements: int = 0  # elements of each
+    multicast: int = 0  # `.multicast`: the blocks of the cluster it lands in (issued by rank 0)
 
     def _pieces(self) -> list[tuple[str, str]]:
         """The shared address and the coordinates of each box the copy moves."""
@@ -82,6 +84,13 @@ class Copy:
         return pieces
 
     def load(self, barrier: str) -> list[str]:
+        if self.multicast:
+            mask = hex((1 << self.multicast) - 1)
+            return [
+                f"if (choreo::cluster_ctarank() == 0) choreo::tma_load_multicast({shared}, &{self.map.name}, {barrier}, "
+                f"{mask}, {arguments});  // line {self.line}: into the same tile of all {self.multicast} blocks"
+                for shared, arguments in self._pieces()
+            ]
         if self.hint:
             return [
                 f"choreo::tma_load_hinted({shared}, &{self.map.name}, {barrier}, choreo::l2_{self.hint}(), "
@@ -188,7 +197,7 @@ class Tma:
                 for line in inits:
                     out.line(f"{line}  // one arrival: the elected thread's expect_tx")
                 out.line("choreo::fence_mbarrier_init();")
-            out.line("__syncthreads();")
+            out.line(threads.after_barrier_init())
 
     # ------------------------------------------------------------------ statements
 
@@ -210,6 +219,13 @@ class Tma:
         if destination.storage != Storage.SHARED:
             raise LoweringError("a TMA load copies global memory into shared memory", stmt)
         copy = self._copy(stmt, source, destination, stmt.operation.args[0])
+        cluster = emitter.threads.launch.cluster
+        multicast = stmt.operation.is_multicast and cluster is not None
+        if multicast:
+            assert cluster is not None
+            if copy.hint:
+                raise LoweringError("a multicast TMA load takes no L2 hint on the CUDA backend", stmt)
+            copy = replace(copy, multicast=cluster.blocks)
         symbol = self._future_symbol(stmt)
         rotated = symbol is not None and symbol in emitter.rotations.groups and symbol not in self.bound
         if symbol is not None and not rotated:
@@ -224,7 +240,9 @@ class Tma:
             return
         landing = self.landings[id(stmt)]
         context = emitter.info.context_of[id(stmt)]
-        if emitter.threads.covers_instances(context):
+        if multicast and not stmt.operation.is_async:
+            self._cluster_done_with(stmt, context)
+        elif emitter.threads.covers_instances(context):
             barrier = emitter.threads.issuing_group(context).barrier()
             if barrier is not None:
                 out.line("// every thread is done with the destination's previous contents")
@@ -241,6 +259,21 @@ class Tma:
             self.future_landings[symbol] = landing
         if not stmt.operation.is_async:
             self._wait_landing(landing, stmt, printer.statement(stmt))
+
+    def _cluster_done_with(self, stmt: ast.OperationStmt, context: Context) -> None:
+        """Before a synchronous multicast: every block of the cluster is done with the tile it overwrites. The
+        cluster barrier needs every thread of every block; an asynchronous multicast releases the peers'
+        buffers through a cluster event instead (`trigger.cluster`)."""
+        threads = self.emitter.threads
+        if threads.threads_reaching(context) != frozenset(range(threads.static_block_threads())):
+            raise LoweringError(
+                "a synchronous 'tma.copy.multicast' waits for the whole cluster, so every thread of the block must "
+                "reach it; in a warp-specialized kernel use 'tma.copy.async.multicast' with a cluster event "
+                "('trigger.cluster') that releases the tile",
+                stmt,
+            )
+        self.emitter.out.line("// every block of the cluster is done with the tile this multicast overwrites")
+        self.emitter.out.line("choreo::cluster_sync();")
 
     def _rotated_landing(
         self, stmt: ast.OperationStmt, symbol: Symbol, destination: View, own: Landing

@@ -276,7 +276,7 @@ class GraphBuilder:
         return self._step(node, last)
 
     def _trigger(self, stmt: ast.Trigger, at: _Position, last: Last) -> Last:
-        title = "trigger " + expressions(stmt.targets)
+        title = ("trigger.cluster " if stmt.cluster else "trigger ") + expressions(stmt.targets)
         if stmt.after:
             title += " after " + expressions(stmt.after)
         node = self._node(model.TRIGGER, title, stmt.span, at, bound=bool(stmt.after))

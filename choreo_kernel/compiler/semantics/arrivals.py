@@ -6,7 +6,9 @@ F...` once for each instance of the level that issues the bound TMA loads (its a
 when they complete). A generation completes when every thread or instance whose parallel
 levels and `inthreads` predicates reach some trigger of the event has arrived: the union over
 the trigger sites, so a trigger in each branch of an `if` counts its threads once. A
-data-dependent `if` around a trigger does not reduce the count. `event<N>` states the count
+data-dependent `if` around a trigger does not reduce the count. A `trigger.cluster` arrives on
+the event in every block of its cluster, so each block's event counts the arrivals of all of
+them. `event<N>` states the count
 instead (the analysis warns when it differs from the derived one).
 
 The CUDA lowering turns the count into an mbarrier's expected arrivals, the sim counts
@@ -25,7 +27,8 @@ from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.semantics.evaluate import Lookup
 from choreo_kernel.compiler.semantics.launch import KernelLaunch
 
-Arrival = tuple[bool, int, int]  # (bound by `after`, threads per arrival, which thread or instance)
+Arrival = tuple[bool, int, int, int]  # (bound by `after`, threads per arrival, which thread or instance,
+# which block of the cluster it comes from: 0 for this block's own triggers)
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class TriggerSite:
     context: Context
     unit: int  # threads per arrival: 1 for a thread, or the threads of one instance
     threads: frozenset[int] | None  # the threads of the block that reach it; None when unknown
+    blocks: int = 1  # the blocks whose triggers land here: the cluster's, for `trigger.cluster`
 
     @property
     def bound(self) -> bool:
@@ -45,7 +49,11 @@ class TriggerSite:
     def arrivals(self) -> frozenset[Arrival] | None:
         if self.threads is None:
             return None
-        return frozenset((self.bound, self.unit, thread // self.unit) for thread in self.threads)
+        return frozenset(
+            (self.bound, self.unit, thread // self.unit, block)
+            for thread in self.threads
+            for block in range(self.blocks)
+        )
 
 
 @dataclass(frozen=True)
@@ -111,5 +119,6 @@ def event_arrivals(
     for trigger in triggers:
         context = contexts[id(trigger)]
         unit = launch.issuing_unit(context, "tma") if trigger.after else launch.execution_unit(context)
-        sites.append(TriggerSite(trigger, context, unit, launch.reach(context, lookup)))
+        blocks = launch.cluster.blocks if trigger.cluster and launch.cluster is not None else 1
+        sites.append(TriggerSite(trigger, context, unit, launch.reach(context, lookup), blocks))
     return EventArrivals(event, tuple(sites), stated)

@@ -13,6 +13,12 @@ enclosing level where parallels nested in its body make the threads ("between le
 `tma` operation (and a `trigger ... after`) once per instance of the innermost level above
 `thread`, issued by one thread of it; an `mma` once per warpgroup.
 
+A `cluster` level around a kernel (`parallel {c} by [2] : cluster { parallel ... : block }`)
+groups consecutive blocks of its grid (along blockIdx.x first) into thread-block clusters: the
+blocks of one cluster run together and may address one another's shared memory (multicast TMA
+loads, `trigger.cluster`). Its counts are compile-time constants; its variables are the block's
+rank in its cluster. The kernel is the block-level parallel inside it (`Structure.kernels`).
+
 This module decides all of that once, in the compiler core, from the analysis: the analysis
 checks, the graph, the CUDA lowering, the sim and the kernel's summary read it. Counts below
 the block that are known at compile time make a static launch; the sim binds symbolic counts
@@ -29,6 +35,10 @@ from choreo_kernel.compiler.analysis.scope import Context, LevelScope
 from choreo_kernel.compiler.analysis.values import Dim, Symbol, fold, product
 from choreo_kernel.compiler.semantics.evaluate import HostValue, Lookup, NotEvaluable, evaluate
 from choreo_kernel.compiler.semantics.levels import MAX_THREADS_PER_BLOCK, Level
+
+PORTABLE_CLUSTER_BLOCKS = 8  # blocks per cluster every sm_90 launch accepts
+MAX_CLUSTER_BLOCKS = 16  # with the non-portable cluster size opt-in
+GRID_LEVELS = (Level.CLUSTER, Level.BLOCK)  # levels that make blocks, not threads
 
 Counts = Callable[[ast.ParallelClause], tuple[Dim, ...]]
 Factor = int | ast.Expr  # a count: its number where it is known, else the expression that gives it at a call
@@ -87,6 +97,41 @@ def check_block_threads(threads: int, kernel: ast.Parallel) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ClusterShape:
+    """A kernel's thread-block clusters: blocks per cluster along x, y, z (compile-time)."""
+
+    parallel: ast.Parallel  # the `: cluster` parallel around the kernel
+    dims: tuple[int, int, int]
+
+    @property
+    def blocks(self) -> int:
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+    def rank(self, index3: tuple[int, int, int]) -> int:
+        """A block's rank in its cluster (%cluster_ctarank), from its blockIdx."""
+        x, y, z = (index % dim for index, dim in zip(index3, self.dims))
+        return x + self.dims[0] * (y + self.dims[1] * z)
+
+
+def is_cluster(stmt: ast.Stmt, levels_of: dict[int, tuple[Level, ...]]) -> bool:
+    """Whether `stmt` is a `: cluster` parallel (around a kernel)."""
+    return isinstance(stmt, ast.Parallel) and Level.CLUSTER in levels_of.get(id(stmt), ())
+
+
+def cluster_problem(dims: tuple[int, ...] | None, grid: list[int], kernel: ast.Parallel) -> str | None:
+    """Why a grid of `grid` blocks does not divide into clusters of `dims` (at a call), or None."""
+    if dims is None:
+        return None
+    for axis, (size, dim) in enumerate(zip((*grid, 1, 1, 1), dims)):
+        if size % dim:
+            return (
+                f"the parallel at line {kernel.span.line} has {size} blocks along grid axis {'xyz'[axis]}, not a "
+                f"multiple of its clusters' {dim}: a grid is made of whole clusters"
+            )
+    return None
+
+
 class Structure:
     """Static facts about a function's parallel statements: which clause belongs to which parallel,
     which parallel is nested in which, and the levels the analysis gave each clause."""
@@ -95,13 +140,26 @@ class Structure:
         self.levels_of = levels_of
         self.owner: dict[int, tuple[ast.Parallel, int]] = {}  # id(clause) -> its parallel, its position
         self.nested: dict[int, ast.Parallel | None] = {}  # id(parallel) -> the first parallel inside it
-        self.kernels: list[ast.Parallel] = []  # the outermost parallels, in source order
+        self.kernels: list[ast.Parallel] = []  # the outermost block-level parallels, in source order
+        self.cluster_of: dict[int, ast.Parallel] = {}  # id(kernel) -> the cluster parallel around it
         for stmt in ast.walk_statements(body):
             if isinstance(stmt, ast.Parallel):
                 for position, clause in enumerate(stmt.clauses):
                     self.owner[id(clause)] = (stmt, position)
                 self.nested[id(stmt)] = next(inner_parallels(stmt.body), None)
-        self.kernels = [kernel for stmt in body_statements(body) for kernel in inner_parallels(stmt)]
+        for stmt in body_statements(body):
+            for outer in inner_parallels(stmt):
+                kernel = self.kernel_at(outer)
+                if kernel is not None:
+                    self.kernels.append(kernel)
+                    if kernel is not outer:
+                        self.cluster_of[id(kernel)] = outer
+
+    def kernel_at(self, stmt: ast.Parallel) -> ast.Parallel | None:
+        """The kernel an outermost parallel launches: itself, or the parallel inside a cluster."""
+        if not is_cluster(stmt, self.levels_of):
+            return stmt
+        return self.nested.get(id(stmt))
 
     def first_below_block(self, stmt: ast.Parallel) -> int:
         """The position of the first clause of `stmt` that is not a block level."""
@@ -109,10 +167,12 @@ class Structure:
         return next((i for i, level in enumerate(levels) if level != Level.BLOCK), len(levels))
 
     def kernel_of(self, context: Context) -> ast.Parallel | None:
-        """The kernel (outermost parallel) a statement belongs to; None at host level."""
-        if not context.levels:
+        """The kernel (outermost block-level parallel) a statement belongs to; None at host level (and
+        directly in a cluster's body)."""
+        levels = [scope for scope in context.levels if scope.level != Level.CLUSTER]
+        if not levels:
             return None
-        return self.owner[id(context.levels[0].clause)][0]
+        return self.owner[id(levels[0].clause)][0]
 
 
 def body_statements(body: ast.Stmt) -> tuple[ast.Stmt, ...]:
@@ -139,6 +199,19 @@ class KernelLaunch:
         self._reach: dict[tuple[tuple[int, ...], tuple[int, ...]], frozenset[int] | None] = {}
         self.first_inner = structure.first_below_block(kernel)
         self.block_size = self.size_of(kernel, self.first_inner)
+        self.cluster = self._cluster_shape()
+
+    def _cluster_shape(self) -> ClusterShape | None:
+        """The clusters of this kernel's grid; None without a cluster level (or with a count that is
+        not a compile-time constant, which the analysis reports)."""
+        parallel = self.structure.cluster_of.get(id(self.kernel))
+        if parallel is None:
+            return None
+        counts = self.counts(parallel.clauses[0])
+        if not all(isinstance(count, int) and count > 0 for count in counts) or len(counts) > 3:
+            return None
+        dims = (*(int(count) for count in counts), 1, 1, 1)[:3]
+        return ClusterShape(parallel, (dims[0], dims[1], dims[2]))
 
     @property
     def is_static(self) -> bool:
@@ -167,8 +240,10 @@ class KernelLaunch:
         key = (id(stmt), start)
         if key not in self._sizes:
             total = self._inner(stmt)
-            for clause in stmt.clauses[start:]:
-                total = fold("*", total, product(self.counts(clause)))
+            levels = self.structure.levels_of[id(stmt)]
+            for clause, level in zip(stmt.clauses[start:], levels[start:]):
+                if level not in GRID_LEVELS:
+                    total = fold("*", total, product(self.counts(clause)))
             self._sizes[key] = total
         return self._sizes[key]
 
@@ -222,7 +297,7 @@ class KernelLaunch:
         """The variables of the sub-block clauses start..stop of `stmt`, outermost first."""
         result: list[ThreadVariable] = []
         for position in range(start, len(stmt.clauses) if stop is None else stop):
-            if self.structure.levels_of[id(stmt)][position] == Level.BLOCK:
+            if self.structure.levels_of[id(stmt)][position] in GRID_LEVELS:
                 continue
             clause = stmt.clauses[position]
             names = clause.variables.names if clause.variables else ()
@@ -275,7 +350,7 @@ class KernelLaunch:
         """The variables of a sub-block clause, outermost first, for a launch whose block size the
         arguments give (`variables` for static ones)."""
         stmt, position = self.structure.owner[id(clause)]
-        if self.structure.levels_of[id(stmt)][position] == Level.BLOCK:
+        if self.structure.levels_of[id(stmt)][position] in GRID_LEVELS:
             return []
         names = clause.variables.names if clause.variables else ()
         stride = list(self.size_factors(stmt, position + 1))

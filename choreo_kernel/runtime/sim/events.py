@@ -27,9 +27,13 @@ class Slot:
 class EventArray:
     """One declared event or event array, in one block."""
 
-    def __init__(self, name: str, dims: tuple[int, ...], ready: bool, expected: int) -> None:
+    def __init__(
+        self, name: str, dims: tuple[int, ...], ready: bool, expected: int, declaration: object = None
+    ) -> None:
         self.name = name
         self.dims = dims
+        self.ready = ready
+        self.declaration = declaration  # its `event` statement: a cluster's blocks find each other's by it
         self.expected = max(expected, 1)
         self.slots = [Slot(int(ready)) for _ in range(math.prod(dims))]
 

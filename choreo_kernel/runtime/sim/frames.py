@@ -121,6 +121,8 @@ class Block:
 
     barriers: dict[object, Any] = field(default_factory=dict)  # the block's named barriers (control.py)
     grid: Any = None  # the grid barrier of a cooperative launch (a control.BarrierState)
+    cluster: Any = None  # the thread-block cluster it runs in (a clusters.Cluster)
+    rank: int = 0  # its rank in that cluster
 
     def issuing_unit(self, context: Context, family: Family) -> int:
         """Threads per instance of the level that runs an operation (the model's, semantics/launch.py)."""

@@ -32,6 +32,7 @@ from choreo_kernel.compiler.semantics.launch import KernelLaunch, check_block_th
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim import arith
+from choreo_kernel.runtime.sim.clusters import ClusterGrid
 from choreo_kernel.runtime.sim.control import BarrierState, ControlStatements, EventChange
 from choreo_kernel.runtime.sim.device_library import DeviceLibrary
 from choreo_kernel.runtime.sim.errors import SimError
@@ -302,7 +303,13 @@ class Interpreter(ControlStatements):
                 f"the arrival count of event '{stmt.name}' cannot be derived where it is declared; "
                 f"state it in the declaration: 'event<N> {stmt.name}'"
             )
-        frame.store(stmt.name, EventArray(stmt.name, dims, stmt.ready, expected), frame.scope)
+
+        def make() -> EventArray:
+            return EventArray(stmt.name, dims, stmt.ready, expected, stmt)
+
+        cluster = frame.block.cluster
+        event = cluster.declare(stmt, frame.block.rank, make) if cluster is not None else make()
+        frame.store(stmt.name, event, frame.scope)
 
     def _arrivals(self, stmt: ast.EventDecl, frame: Frame) -> int | None:
         """The event's arrivals per generation: the analysis's where it knows them, else derived with
@@ -390,8 +397,10 @@ class Interpreter(ControlStatements):
             yield from self._join(stmt, frame)  # back at block level: the threads meet again
         return leaving
 
-    def _launch(self, stmt: ast.Parallel, frame: Frame) -> None:
-        """A kernel launch: every block instance, one after the other."""
+    def _launch(self, outer: ast.Parallel, frame: Frame) -> None:
+        """A kernel launch: every block instance, one after the other (a cluster's blocks together)."""
+        stmt = self.launches.structure.kernel_at(outer)
+        assert stmt is not None
         first = self.launches.structure.first_below_block(stmt)
         axes: list[tuple[str | None, int]] = []
         for clause in stmt.clauses[:first]:
@@ -402,6 +411,7 @@ class Interpreter(ControlStatements):
         self._step(blocks)
         cooperative = stmt.clauses[0].cooperative and self.info.levels_of[id(stmt)][0] == Level.BLOCK
         grid = BarrierState(f"the grid barrier (line {stmt.span.line})", blocks) if cooperative else None
+        clusters = ClusterGrid(self.launches.launch(stmt).cluster, outer, [count for _, count in axes])
         together: list[Frame] = []  # a cooperative launch's blocks, which run in turns
         for index in index_space([range(count) for _, count in axes]):
             self._step()
@@ -415,6 +425,9 @@ class Interpreter(ControlStatements):
             start.block.place(index, tuple(count for _, count in axes))
             start.block.launch = self._bind_launch(stmt, start)
             start.block.threads = start.block.launch.threads
+            if clusters.shape is not None:
+                clusters.place(start, index)
+                continue
             if grid is None:
                 self._run(start, self._block_body(stmt, first, start))
                 continue
@@ -423,6 +436,11 @@ class Interpreter(ControlStatements):
             start.block.scheduler.start(start.task)
             together.append(start)
         self._run_together(together)
+        for members in clusters.members():
+            for member in members:
+                member.task.run = self._block_body(stmt, first, member)
+                member.block.scheduler.start(member.task)
+            self._run_together(members)
 
     def _run_together(self, frames: list[Frame]) -> None:
         """The blocks of a cooperative launch, in turns: each runs until it is done or blocked, which
@@ -678,8 +696,13 @@ class Interpreter(ControlStatements):
     def _trigger(self, stmt: ast.Trigger, frame: Frame) -> None:
         targets = [_event_target(self.evaluator.raw(target, frame)) for target in stmt.targets]
         if not stmt.after:  # one arrival per thread that runs it (language.md 8)
+            cluster = frame.block.cluster if stmt.cluster else None
             for target in targets:
-                target.event.arrive(target.slot, len(frame.lanes))
+                events = (
+                    cluster.peers(target.event, frame.block.rank) if cluster is not None else [target.event]
+                )
+                for event in events:  # `trigger.cluster`: on the event of every block of the cluster
+                    event.arrive(target.slot, len(frame.lanes))
             return
         unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "tma")
         count = len(instances(frame.lanes, unit).lanes)

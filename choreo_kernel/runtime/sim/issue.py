@@ -84,6 +84,8 @@ class Issuer:
     ) -> Operation:
         operation = stmt.operation
         source = self.evaluator.view(operation.args[0], at)
+        if operation.is_multicast and frame.block.cluster is not None:
+            frame.block.cluster.multicast(stmt, frame.block.rank, source)
         target = operation.destination
         assert target is not None
         transfer = self.info.transfers.get(id(operation), Transfer())

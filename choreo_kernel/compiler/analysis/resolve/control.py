@@ -214,7 +214,7 @@ class ControlRules(ResolverBase):
                     attribute.span,
                 )
                 continue
-            if context.in_parallel or not levels or levels[0] != Level.BLOCK:
+            if context.level_kinds not in ((), (Level.CLUSTER,)) or not levels or levels[0] != Level.BLOCK:
                 where = f"a {levels[0]} level" if levels else "this parallel"
                 self.error(
                     f"{word} is only valid on block-level parallel-by: it sets the kernel's limits, and this is "

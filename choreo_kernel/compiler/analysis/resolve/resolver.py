@@ -9,6 +9,7 @@ The futures/events rules, which need the whole function, are asyncflow.py's."""
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.cluster_checks import check_clusters
 from choreo_kernel.compiler.analysis.device_checks import check_device_code
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.launch_checks import check_launches
@@ -66,6 +67,7 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
             info.function, info.levels_of, info.counts_of, info.declared, info.symbol_of
         )
         check_launches(info.launches, self.badly_nested, self.sink)
+        check_clusters(info, self.sink)
         for event, triggers in trigger_sites(info.function.body, info.event_named).items():
             launch = info.launches.of(info.context_of[id(triggers[0])])
             if launch is not None and launch.is_static and id(launch.kernel) not in self.badly_nested:

@@ -36,7 +36,7 @@ from choreo_kernel.compiler.analysis.values import (
 from choreo_kernel.compiler.diagnostics import ERROR, Note
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.evaluate import constant
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 
 class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
@@ -197,7 +197,7 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             if group is not None:  # `q = {q0, q1} by [2, 2]`: q is the bounded ituple of both
                 elements = tuple(variable.id for variable in variables)
                 names.append((group, BoundedTuple(counts[: len(variables)], elements), stmt))
-        if stmt.is_async and context.in_parallel:
+        if stmt.is_async and context.level_kinds not in ((), (Level.CLUSTER,)):
             self.error(
                 "'parallel.async' is only allowed on the outermost parallel; an inner level cannot be "
                 "launched asynchronously",
