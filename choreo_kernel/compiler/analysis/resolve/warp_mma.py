@@ -1,0 +1,55 @@
+"""Warp-level matrix operations: an MMA in a `group` scope runs on one warp with mma.sync.
+
+The tiles a warp can multiply are semantics/mma_shapes.py's; this pass checks the program
+against them and records each accumulator's owner (the context of its MMAs, and the type it
+accumulates in), which the sim and the CUDA lowering read: an accumulator declared above the
+warp level (`mc = mma.fill 0.0;` in the block, MMAs in `parallel ... : group`) is one per warp.
+"""
+
+from __future__ import annotations
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.info import MmaOwner
+from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler.analysis.values import Dim, Symbol
+from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, warp_tile_problem
+
+
+class WarpMmaRules(ResolverBase):
+    """The warp-level (mma.sync) checks of `mma.row.col` and friends."""
+
+    def _record_owner(self, symbol: Symbol | None, operand: str, context: Context) -> str:
+        """The accumulator's type (the fill's, or the default for `operand`), recorded with its owner."""
+        accumulator = accumulator_type(symbol, operand)
+        if symbol is not None and symbol not in self.info.mma_owners:
+            self.info.mma_owners[symbol] = MmaOwner(context, accumulator)
+        return accumulator
+
+    def _check_warp_tile(
+        self, operation: ast.Operation, operand: str, m: Dim, n: Dim, k: Dim, accumulator: str
+    ) -> None:
+        problem = warp_tile_problem(operand, accumulator, m, n, k)
+        if problem is not None:
+            self.hopper_rule(problem, operation.span)
+
+    def _check_transposed_store(self, symbol: Symbol | None, operation: ast.Operation) -> None:
+        """`mma.store.transp` writes element (i, j) at (j, i): the lowering does it for a warp's registers."""
+        owner = self.info.mma_owners.get(symbol) if symbol is not None else None
+        if owner is not None and Level.WARPGROUP in owner.context.level_kinds:
+            self.hopper_rule(
+                "'mma.store.transp' stores a warp's accumulator (mma.sync in a 'group' scope); a warpgroup's "
+                "is stored as it is: 'mma.store ACC, DST;'",
+                operation.span,
+            )
+
+
+def accumulator_type(symbol: Symbol | None, operand: str) -> str:
+    """What `acc = mma.fill[.T] v` accumulates in: T where it is written, else the default for the operands."""
+    declaration = symbol.declaration if symbol is not None else None
+    if isinstance(declaration, ast.OperationStmt):
+        words = declaration.operation.words
+        if len(words) > 1 and words[0] == "fill":
+            return words[1]
+    return default_accumulator(operand)

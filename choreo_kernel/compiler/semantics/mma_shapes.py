@@ -1,0 +1,75 @@
+"""The MMA instruction family of warp-level matrix operations: which tiles a warp multiplies.
+
+An `mma.row.col acc, a, b` inside a `group` scope (and no `group-4` around it) runs on one warp
+with `mma.sync.aligned.m16n8kK` (PTX ISA 9.7.14): a warp's tile is m16n8 or m16n16 (two
+instructions side by side, the size WMMA calls m16n16k16), and K a multiple of the instruction's
+K, which reads 32 bytes of each operand row (k16 for 16-bit types, k32 for 8-bit integers).
+The analysis checks a program against this table, the CUDA lowering picks its instruction from it,
+and an untyped `mma.fill` takes its accumulator type from `default_accumulator` on every backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from choreo_kernel.compiler.analysis.values import FLOAT_TYPES, Dim
+
+
+@dataclass(frozen=True)
+class WarpInstruction:
+    """One mma.sync form: m16n8kK with A and B of `operand` type, accumulating into `accumulators`."""
+
+    operand: str
+    k: int
+    accumulators: tuple[str, ...]
+    m: int = 16
+    n: int = 8
+
+    def ptx(self, accumulator: str) -> str:
+        kind = {"f16": "f16", "bf16": "bf16", "s8": "s8", "u8": "u8"}[self.operand]
+        return (
+            f"mma.sync.aligned.m{self.m}n{self.n}k{self.k}.row.col.{accumulator}.{kind}.{kind}.{accumulator}"
+        )
+
+
+WARP_MMA = {
+    "f16": WarpInstruction("f16", 16, ("f32", "f16")),
+    "bf16": WarpInstruction("bf16", 16, ("f32",)),
+    "s8": WarpInstruction("s8", 32, ("s32",)),
+    "u8": WarpInstruction("u8", 32, ("s32",)),
+}
+WARP_TILE_ROWS = 16
+WARP_TILE_COLUMNS = (8, 16)
+
+
+def default_accumulator(operand: str) -> str:
+    """The accumulator type of an untyped `mma.fill`: f16 for f16 operands, f32 for other floats, s32."""
+    if operand == "f16":
+        return "f16"
+    return "f32" if operand in FLOAT_TYPES else "s32"
+
+
+def warp_tile_problem(operand: str, accumulator: str, m: Dim, n: Dim, k: Dim) -> str | None:
+    """Why a warp cannot multiply this tile (None: it can, or its extents are not known yet)."""
+    instruction = WARP_MMA.get(operand)
+    shape = f"[{operand}(a){operand}(b){accumulator}(c){accumulator}(d): m{m}n{n}k{k}]"
+    if instruction is None:
+        kinds = ", ".join(WARP_MMA)
+        return f"MMA {shape} is not supported by the current architecture (sm_90a) at warp level: mma.sync takes {kinds} operands"
+    if accumulator not in instruction.accumulators:
+        return (
+            f"MMA {shape} is not supported by the current architecture (sm_90a) at warp level: "
+            f"{operand} operands accumulate into {' or '.join(instruction.accumulators)}"
+        )
+    fits = (
+        (not isinstance(m, int) or m == WARP_TILE_ROWS)
+        and (not isinstance(n, int) or n in WARP_TILE_COLUMNS)
+        and (not isinstance(k, int) or k % instruction.k == 0)
+    )
+    if fits:
+        return None
+    return (
+        f"MMA {shape} is not supported by the current architecture (sm_90a) at warp level: a warp's tile "
+        f"is m16n8 or m16n16 with K a multiple of {instruction.k} for {operand} (mma.sync m16n8k{instruction.k}); "
+        "give each warp such a tile, or use a 'group-4' scope for WGMMA"
+    )
