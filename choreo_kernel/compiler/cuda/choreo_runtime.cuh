@@ -1116,13 +1116,14 @@ template <class T> CHOREO_DEVICE unsigned operand_bits(T value) { return value.b
 CHOREO_DEVICE unsigned operand_bits(signed char value) { return static_cast<unsigned char>(value); }
 CHOREO_DEVICE unsigned operand_bits(unsigned char value) { return value; }
 
-// A's K-step registers from a tile whose element (m, k) is at a[m * m_stride + k * k_stride].
-template <int K, class T>
-CHOREO_DEVICE void load_mma_a(unsigned (&regs)[4], const T* a, int m_stride, int k_stride) {
+// A's K-step registers (R: 4, or 2 for s8/u8 k16) from a tile whose element (m, k) is at
+// a[m * m_stride + k * k_stride].
+template <int K, class T, int R>
+CHOREO_DEVICE void load_mma_a(unsigned (&regs)[R], const T* a, int m_stride, int k_stride) {
   constexpr int P = 4 / sizeof(T);
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < R; ++r) {
     unsigned packed = 0;
 #pragma unroll
     for (int e = 0; e < P; ++e)
@@ -1132,13 +1133,14 @@ CHOREO_DEVICE void load_mma_a(unsigned (&regs)[4], const T* a, int m_stride, int
   }
 }
 
-// B's registers for one n tile from a tile whose element (k, n) is at b[k * k_stride + n * n_stride].
-template <int K, class T>
-CHOREO_DEVICE void load_mma_b(unsigned (&regs)[2], const T* b, int k_stride, int n_stride) {
+// B's registers (R: 2, or 1 for s8/u8 k16) for one n tile from a tile whose element (k, n) is at
+// b[k * k_stride + n * n_stride].
+template <int K, class T, int R>
+CHOREO_DEVICE void load_mma_b(unsigned (&regs)[R], const T* b, int k_stride, int n_stride) {
   constexpr int P = 4 / sizeof(T);
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < R; ++r) {
     unsigned packed = 0;
 #pragma unroll
     for (int e = 0; e < P; ++e)

@@ -1,7 +1,7 @@
 """Warp-level MMA: the `mma` statements of a `group` scope (no `group-4` around it), as mma.sync.
 
 `mma.row.col acc, a, b` on one warp becomes, for each 16 rows of the tile, each K step of the
-instruction (semantics/mma_shapes.py: m16n8k16 for 16-bit operands, m16n8k32 for 8-bit integers)
+instruction (semantics/mma_shapes.py: m16n8k16 for 16-bit operands, m16n8k32 or k16 for 8-bit integers)
 and each 8 columns, one `mma.sync.aligned.m16n8kK` whose A and B registers each lane loads
 from the operand tiles (shared or global memory) with plain loads, into the fragment layout that
 choreo_runtime.cuh ("warp-level MMA") describes lane by lane. The accumulator is the WGMMA one of a
@@ -24,7 +24,12 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
 from choreo_kernel.compiler.semantics.levels import Level
-from choreo_kernel.compiler.semantics.mma_shapes import WARP_MMA, WARP_TILE_ROWS, WarpInstruction
+from choreo_kernel.compiler.semantics.mma_shapes import (
+    WARP_MMA,
+    WARP_TILE_ROWS,
+    WarpInstruction,
+    warp_instruction,
+)
 
 STORE_TYPES = ("f32", "f16", "bf16", "s32")  # what mma.store converts a warp's accumulator into
 
@@ -41,21 +46,23 @@ def wrapper_name(instruction: WarpInstruction, accumulator: str) -> str:
 def wrapper(instruction: WarpInstruction, accumulator: str) -> str:
     """The device function of one mma.sync form: D = A * B + D on this lane's registers."""
     count = 2 if accumulator == "f16" else 4
+    a_count, b_count = instruction.a_registers, instruction.b_registers
     c_type = {"f32": "float", "s32": "int"}.get(accumulator, "unsigned")
-    constraint = {"f32": "+f", "s32": "+r"}.get(accumulator, "+r")
+    constraint = "+f" if accumulator == "f32" else "+r"
     d = ", ".join(f"%{i}" for i in range(count))
-    a = ", ".join(f"%{count + i}" for i in range(4))
-    b = ", ".join(f"%{count + 4 + i}" for i in range(2))
+    a = ", ".join(f"%{count + i}" for i in range(a_count))
+    b = ", ".join(f"%{count + a_count + i}" for i in range(b_count))
     outputs = ", ".join(f'"{constraint}"(acc[{i}])' for i in range(count))
+    inputs = ", ".join([*(f'"r"(a[{i}])' for i in range(a_count)), *(f'"r"(b[{i}])' for i in range(b_count))])
     return "\n".join(
         [
             f"// {instruction.ptx(accumulator)}: acc ({count} {c_type} registers of this lane) += A * B,",
-            "// A in 4 registers, B in 2 (the layouts of the 'warp-level MMA' section).",
-            f"CHOREO_DEVICE void {wrapper_name(instruction, accumulator)}({c_type}* acc, const unsigned (&a)[4], "
-            "const unsigned (&b)[2]) {",
+            f"// A in {a_count} registers, B in {b_count} (the layouts of the 'warp-level MMA' section).",
+            f"CHOREO_DEVICE void {wrapper_name(instruction, accumulator)}({c_type}* acc, "
+            f"const unsigned (&a)[{a_count}], const unsigned (&b)[{b_count}]) {{",
             f'  asm volatile("{instruction.ptx(accumulator)} {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"',
             f"               : {outputs}",
-            '               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));',
+            f"               : {inputs});",
             "}",
         ]
     )
@@ -185,18 +192,16 @@ class WarpMma:
         m = _extent(a, 1 if a_transposed else 0)
         k = _extent(a, 0 if a_transposed else 1)
         n = _extent(b, 1 if b_col else 0)
-        instruction = WARP_MMA.get(a.elem)
+        instruction = warp_instruction(a.elem, k)
         if instruction is None or b.elem != a.elem or accumulator.elem not in instruction.accumulators:
             raise LoweringError(
                 f"a warp's MMA takes {', '.join(WARP_MMA)} operands of one type; here {a.elem}, {b.elem} "
                 f"into {accumulator.elem}",
                 stmt,
             )
-        if (m, n) != (accumulator.rows, accumulator.columns) or k % instruction.k:
+        if (m, n) != (accumulator.rows, accumulator.columns):
             raise LoweringError(
-                f"this MMA is m{m}n{n}k{k}; the accumulator is {accumulator.rows}x{accumulator.columns} "
-                f"and K must be a multiple of {instruction.k}",
-                stmt,
+                f"this MMA is m{m}n{n}k{k}; the accumulator is {accumulator.rows}x{accumulator.columns}", stmt
             )
         name = wrapper_name(instruction, accumulator.elem)
         self.forms[name] = (instruction, accumulator.elem)
@@ -216,14 +221,16 @@ class WarpMma:
             out.line("#pragma unroll")
             with out.block(f"for (int {k_step} = 0; {k_step} < {steps}; ++{k_step})"):
                 out.line(
-                    f"unsigned {a_regs}[4];  // A: rows lane / 4 and + 8, its K columns (lane % 4) * P + ..."
+                    f"unsigned {a_regs}[{instruction.a_registers}];  // A: rows lane / 4 and + 8, K by lane % 4"
                 )
                 out.line(
                     f"choreo::load_mma_a<{instruction.k}>({a_regs}, {a_start.text}, {a_m.text}, {a_k.text});"
                 )
                 out.line("#pragma unroll")
                 with out.block(f"for (int {n_tile} = 0; {n_tile} < {groups}; ++{n_tile})"):
-                    out.line(f"unsigned {b_regs}[2];  // B: column lane / 4, its K rows (lane % 4) * P + ...")
+                    out.line(
+                        f"unsigned {b_regs}[{instruction.b_registers}];  // B: column lane / 4, K rows by lane % 4"
+                    )
                     out.line(
                         f"choreo::load_mma_b<{instruction.k}>({b_regs}, {b_start.text}, {b_k.text}, {b_n.text});"
                     )
