@@ -155,12 +155,17 @@ class MmaRules(WarpMmaRules):
             self.error(f"'{operation.text}' takes an accumulator and two operands: ACC, A, B", operation.span)
             for arg in operation.args:
                 self._expr(arg)
+            first = self._symbol_of_name(operation.args[0]) if operation.args else None
+            if first is not None:
+                self.multiplied.add(id(first.declaration))
             return None
         acc_expr, a_expr, b_expr = operation.args
         accumulator = self._expr(acc_expr)
         a = self._operand(a_expr)
         b = self._operand(b_expr)
         symbol = self._symbol_of_name(acc_expr)
+        if symbol is not None:
+            self.multiplied.add(id(symbol.declaration))
         accumulator_name = acc_expr.id if isinstance(acc_expr, ast.Name) else None
         info = FutureInfo(operation, stmt, "mma", operation.is_async, accumulator=accumulator_name)
         if not isinstance(accumulator, (Accumulator, Unknown)):

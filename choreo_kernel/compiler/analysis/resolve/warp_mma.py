@@ -20,6 +20,8 @@ from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, war
 class WarpMmaRules(ResolverBase):
     """The warp-level (mma.sync) checks of `mma.row.col` and friends."""
 
+    multiplied: set[int]  # id() of the declarations of the accumulators some MMA multiplies into
+
     def _record_owner(self, symbol: Symbol | None, operand: str, context: Context) -> str:
         """The accumulator's type (the fill's, or the default for `operand`), recorded with its owner."""
         accumulator = accumulator_type(symbol, operand)
@@ -33,6 +35,24 @@ class WarpMmaRules(ResolverBase):
         problem = warp_tile_problem(operand, accumulator, m, n, k)
         if problem is not None:
             self.hopper_rule(problem, operation.span)
+
+    def _check_accumulators_multiplied(self, function: ast.Function) -> None:
+        """An accumulator takes its shape, so its registers, from the MMAs that use it: one without any
+        cannot be laid out in registers on CUDA."""
+        for stmt in ast.walk_statements(function.body):
+            if (
+                isinstance(stmt, ast.OperationStmt)
+                and stmt.result is not None
+                and stmt.operation.family == "mma"
+                and stmt.operation.words[:1] == ["fill"]
+                and id(stmt) not in self.multiplied
+            ):
+                self.hopper_rule(
+                    f"no MMA uses accumulator '{stmt.result.id}', so the MMA information is incomplete: its shape "
+                    "(and its registers) comes from the mma.row/col that multiplies into it; remove it, or use it "
+                    "in an MMA (an inner declaration of the same name is another accumulator)",
+                    stmt.span,
+                )
 
     def _check_transposed_store(self, symbol: Symbol | None, operation: ast.Operation) -> None:
         """`mma.store.transp` writes element (i, j) at (j, i): the lowering does it for a warp's registers."""
