@@ -1106,7 +1106,7 @@ CHOREO_DEVICE f16 atomic_add(f16* address, float value) {
 // `mma.row.col acc, a, b` in a `group` scope (compiler/cuda/warp_mma.py): one warp multiplies its tile with
 // mma.sync.aligned.m16n8kK (the forms are generated from compiler/semantics/mma_shapes.py). Lane l of the
 // warp is in quad g = l / 4, at t = l % 4 within it; 32-bit registers hold P = 4 / sizeof(T) operand elements
-// (2 for f16 and bf16, 4 for 8-bit integers), the first in the low bits (PTX ISA 9.7.14.5):
+// (1 for tf32, 2 for f16 and bf16, 4 for 8-bit integers), the first in the low bits (PTX ISA 9.7.14.5):
 //   A [16, K]: register r holds row g + 8 * (r % 2), columns t * P + e + (K / 2) * (r / 2), e < P;
 //   B [K, 8]:  register r holds rows t * P + e + (K / 2) * r, column g;
 //   C [16, 8]: register r holds row g + 8 * (r / 2), column 2 * t + r % 2 (f16: pairs packed, as WGMMA's).
@@ -1115,6 +1115,7 @@ CHOREO_DEVICE f16 atomic_add(f16* address, float value) {
 template <class T> CHOREO_DEVICE unsigned operand_bits(T value) { return value.bits; }
 CHOREO_DEVICE unsigned operand_bits(signed char value) { return static_cast<unsigned char>(value); }
 CHOREO_DEVICE unsigned operand_bits(unsigned char value) { return value; }
+CHOREO_DEVICE unsigned operand_bits(float value) { return __float_as_uint(value); }  // tf32: its top 19 bits
 
 // A's K-step registers (R: 4, or 2 for s8/u8 k16) from a tile whose element (m, k) is at
 // a[m * m_stride + k * k_stride].

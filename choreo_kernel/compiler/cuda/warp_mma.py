@@ -40,7 +40,7 @@ def on_warp(owner: MmaOwner | None) -> bool:
 
 
 def wrapper_name(instruction: WarpInstruction, accumulator: str) -> str:
-    return f"mma_sync_m16n8k{instruction.k}_{accumulator}_{instruction.operand}"
+    return f"mma_sync_m16n8k{instruction.k}_{accumulator}_{instruction.kind}"
 
 
 def wrapper(instruction: WarpInstruction, accumulator: str) -> str:

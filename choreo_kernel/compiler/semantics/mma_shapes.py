@@ -3,7 +3,8 @@
 An `mma.row.col acc, a, b` inside a `group` scope (and no `group-4` around it) runs on one warp
 with `mma.sync.aligned.m16n8kK` (PTX ISA 9.7.14): a warp's tile is m16n8 or m16n16 (two
 instructions side by side, the size WMMA calls m16n16k16), and K a multiple of the instruction's
-K (k16 for 16-bit types; k32, or k16, for 8-bit integers).
+K (k16 for 16-bit types; k32, or k16, for 8-bit integers; k8 for tf32, and f32 tiles, which it
+reads as tf32).
 The analysis checks a program against this table, the CUDA lowering picks its instruction from it,
 and an untyped `mma.fill` takes its accumulator type from `default_accumulator` on every backend.
 """
@@ -34,8 +35,13 @@ class WarpInstruction:
     def b_registers(self) -> int:
         return self.k * self.n * ELEMENT_BYTES[self.operand] // (32 * 4)
 
+    @property
+    def kind(self) -> str:
+        """The PTX type of the operands: f32 tiles are read as tf32."""
+        return "tf32" if self.operand == "f32" else self.operand
+
     def ptx(self, accumulator: str) -> str:
-        kind = self.operand
+        kind = self.kind
         return (
             f"mma.sync.aligned.m{self.m}n{self.n}k{self.k}.row.col.{accumulator}.{kind}.{kind}.{accumulator}"
         )
@@ -45,6 +51,8 @@ class WarpInstruction:
 WARP_MMA = {
     "f16": (WarpInstruction("f16", 16, ("f32", "f16")),),
     "bf16": (WarpInstruction("bf16", 16, ("f32",)),),
+    "tf32": (WarpInstruction("tf32", 8, ("f32",)),),
+    "f32": (WarpInstruction("f32", 8, ("f32",)),),  # multiplied as tf32 (10 mantissa bits), as WMMA does
     "s8": (WarpInstruction("s8", 32, ("s32",)), WarpInstruction("s8", 16, ("s32",))),
     "u8": (WarpInstruction("u8", 32, ("s32",)), WarpInstruction("u8", 16, ("s32",))),
 }

@@ -223,7 +223,7 @@ def matrix_multiply(
 
     def perform() -> None:
         compute = np.int32 if _value(accumulators[0]).dtype.kind in "iu" else np.float32
-        left, right = a.read().astype(compute), b.read().astype(compute)
+        left, right = (_tensor_core_input(operand).astype(compute) for operand in (a, b))
         if layouts[0] == "col":
             left = np.swapaxes(left, -1, -2)
         if layouts[1] == "row":
@@ -239,6 +239,15 @@ def matrix_multiply(
     if not is_async:
         operation.complete()
     return operation
+
+
+def _tensor_core_input(operand: Operand) -> np.ndarray:
+    """An operand as the tensor cores read it: 32-bit floats as tf32, the top 19 bits of each (the
+    mma instructions ignore the low 13 mantissa bits of the registers they are given)."""
+    values = operand.read()
+    if values.dtype != np.float32:
+        return values
+    return (np.ascontiguousarray(values).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
 def store_accumulators(

@@ -42,6 +42,7 @@ class MmaRules(WarpMmaRules):
         operation = stmt.operation
         words = [q for q in operation.qualifiers if q not in ("async",)]
         args = operation.args
+        self._note_multiplied(words, args)
         if words and words[0] == "fill":
             return self._mma_fill(stmt, words, context)
         if words and words[0] == "load":
@@ -155,17 +156,12 @@ class MmaRules(WarpMmaRules):
             self.error(f"'{operation.text}' takes an accumulator and two operands: ACC, A, B", operation.span)
             for arg in operation.args:
                 self._expr(arg)
-            first = self._symbol_of_name(operation.args[0]) if operation.args else None
-            if first is not None:
-                self.multiplied.add(id(first.declaration))
             return None
         acc_expr, a_expr, b_expr = operation.args
         accumulator = self._expr(acc_expr)
         a = self._operand(a_expr)
         b = self._operand(b_expr)
         symbol = self._symbol_of_name(acc_expr)
-        if symbol is not None:
-            self.multiplied.add(id(symbol.declaration))
         accumulator_name = acc_expr.id if isinstance(acc_expr, ast.Name) else None
         info = FutureInfo(operation, stmt, "mma", operation.is_async, accumulator=accumulator_name)
         if not isinstance(accumulator, (Accumulator, Unknown)):

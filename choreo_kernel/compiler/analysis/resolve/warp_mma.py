@@ -36,6 +36,13 @@ class WarpMmaRules(ResolverBase):
         if problem is not None:
             self.hopper_rule(problem, operation.span)
 
+    def _note_multiplied(self, words: list[str], args: tuple[ast.Expr, ...]) -> None:
+        """Any MMA (even a wrong one, reported on its own) names its accumulator first."""
+        if words[:1] not in (["fill"], ["load"], ["store"]) and args and isinstance(args[0], ast.Name):
+            symbol = self.scope.lookup(args[0].id)
+            if symbol is not None:
+                self.multiplied.add(id(symbol.declaration))
+
     def _check_accumulators_multiplied(self, function: ast.Function) -> None:
         """An accumulator takes its shape, so its registers, from the MMAs that use it: one without any
         cannot be laid out in registers on CUDA."""
@@ -48,9 +55,10 @@ class WarpMmaRules(ResolverBase):
                 and id(stmt) not in self.multiplied
             ):
                 self.hopper_rule(
-                    f"no MMA uses accumulator '{stmt.result.id}', so the MMA information is incomplete: its shape "
-                    "(and its registers) comes from the mma.row/col that multiplies into it; remove it, or use it "
-                    "in an MMA (an inner declaration of the same name is another accumulator)",
+                    f"the MMA operation of accumulator '{stmt.result.id}' cannot be executed: no MMA uses it, so "
+                    "the MMA information is incomplete (its shape and its registers come from the mma.row/col that "
+                    "multiplies into it); remove it, or use it in an MMA (an inner declaration of the same name is "
+                    "another accumulator)",
                     stmt.span,
                 )
 
