@@ -991,9 +991,10 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, i
 // `inf`: the float infinity, by its bits (NVRTC compiles without math.h's INFINITY).
 CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
 
-template <int N> CHOREO_DEVICE int fragment_row(int r) {
-  const int rank = threadIdx.x % 128;
-  return r / (N / 2) * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
+// TileRows 16: a warp's accumulator (mma.sync), the same layout with one warp per 16-row tile.
+template <int N, int TileRows = 64> CHOREO_DEVICE int fragment_row(int r) {
+  const int rank = threadIdx.x % (TileRows * 2);
+  return r / (N / 2) * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
 }
 template <int N> CHOREO_DEVICE int fragment_column(int r) {
   return r % (N / 2) / 4 * 8 + threadIdx.x % 4 * 2 + r % 2;

@@ -81,11 +81,13 @@ class Fragments:
         if isinstance(registers, AccumulatorRegisters):
             columns = registers.columns
             count = registers.tiles * columns // 2
+            tile_rows = registers.tile_rows  # 16: a warp's accumulator (cuda/warp_mma.py)
+            rows_text = _row_text() if tile_rows == 64 else "lane / 4 and + 8"
             out.line(
                 f"// each thread visits its {count} elements of the {registers.rows}x{columns} tile: rows "
-                f"{_row_text()} of each 64-row tile, columns (lane % 4) * 2 and + 1 of each 8-column group"
+                f"{rows_text} of each {tile_rows}-row tile, columns (lane % 4) * 2 and + 1 of each 8-column group"
             )
-            row = cexpr.raw(f"choreo::fragment_row<{columns}>({register})")
+            row = cexpr.raw(f"choreo::fragment_row<{columns}, {tile_rows}>({register})")
             column = cexpr.raw(f"choreo::fragment_column<{columns}>({register})")
             bound = [
                 Operand(row, "s32", cexpr.const(registers.rows)),
@@ -127,8 +129,8 @@ class Fragments:
             return Operand(cexpr.raw(f"{base.name.text}[{index.text}]"), "f32", storage=Storage.LOCAL)
         if visit.columns != base.columns or base.rows != visit.rows:
             raise LoweringError(f"a {base.rows}x{base.columns} tile in an apply over another shape", expr)
-        if base.elem == "f32":
-            return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), "f32", storage=Storage.LOCAL)
+        if base.elem in ("f32", "s32"):
+            return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), base.elem, storage=Storage.LOCAL)
         c_type = elements.c_type(base.elem)
         access = f"choreo::packed_element<{c_type}>({base.name.text}, {visit.register})"
         return Operand(cexpr.raw(access), base.elem, storage=Storage.LOCAL)
