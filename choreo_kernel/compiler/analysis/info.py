@@ -31,6 +31,7 @@ class MmaOwner:
 
     context: Context
     accumulator: str
+    span: Span  # its first MMA
 
 
 @dataclass

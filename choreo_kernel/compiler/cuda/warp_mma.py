@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.info import MmaOwner
+from choreo_kernel.compiler.analysis.resolve.warp_mma import on_warp
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
@@ -32,11 +32,6 @@ from choreo_kernel.compiler.semantics.mma_shapes import (
 )
 
 STORE_TYPES = ("f32", "f16", "bf16", "s32")  # what mma.store converts a warp's accumulator into
-
-
-def on_warp(owner: MmaOwner | None) -> bool:
-    """Whether an accumulator's MMAs run on warps (mma.sync) rather than warpgroups (WGMMA)."""
-    return owner is not None and Level.WARPGROUP not in owner.context.level_kinds
 
 
 def wrapper_name(instruction: WarpInstruction, accumulator: str) -> str:
@@ -80,7 +75,8 @@ class WarpMma:
         words = stmt.operation.words
         if words[0] == "load":
             context = self.emitter.info.context_of.get(id(stmt))
-            return context is not None and Level.WARPGROUP not in context.level_kinds
+            levels = context.level_kinds if context is not None else ()
+            return Level.WARP in levels and Level.WARPGROUP not in levels
         if words[0] == "fill" and stmt.result is not None:
             symbol = self.emitter.info.declared(stmt, stmt.result.id)
             return symbol is not None and on_warp(self.emitter.info.mma_owners.get(symbol))

@@ -18,6 +18,7 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Transfer
+from choreo_kernel.compiler.semantics.levels import WARP_THREADS
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
@@ -131,6 +132,7 @@ class Issuer:
         self, stmt: ast.OperationStmt, words: list[str], frame: Frame, at: Frame, group: Instances
     ) -> Any:
         args = stmt.operation.args
+        unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "mma")
         if (
             stmt.result is not None
         ):  # acc = mma.fill.f32 0.0f: a new accumulator per instance of its MMAs' level
@@ -138,11 +140,14 @@ class Issuer:
             symbol = self.info.declared(stmt, stmt.result.id)
             owner = self.info.mma_owners.get(symbol) if symbol is not None else None
             elem = words[1] if len(words) > 1 else owner.accumulator if owner is not None else None
-            unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "mma")
             if owner is not None and frame.block.issuing_unit(owner.context, "mma") < unit:
                 return InstanceAccumulators(elem, fill)  # declared above the warps that run its MMAs
             return per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
         fill = plain(self.evaluator.value(args[1], at))
+        shared = self.evaluator.value(args[0], at)
+        if isinstance(shared, InstanceAccumulators) and unit > WARP_THREADS:  # above the warps: all of them
+            shared.reset(fill)
+            return None
         for accumulator in self._accumulators(args[0], at, group):
             accumulator.reset(fill)
         return None

@@ -164,6 +164,12 @@ class InstanceAccumulators:
         self.fill = fill
         self.instances: dict[int, Accumulator] = {}
 
+    def reset(self, fill: Any) -> None:
+        """`mma.fill acc, v;` above the warps: every warp's accumulator, and those not made yet."""
+        self.fill = fill
+        for accumulator in self.instances.values():
+            accumulator.reset(fill)
+
     def of(self, instance: int) -> Accumulator:
         if instance not in self.instances:
             self.instances[instance] = Accumulator(self.elem, self.fill)

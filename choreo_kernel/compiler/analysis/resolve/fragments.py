@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
+from choreo_kernel.compiler.analysis.resolve.warp_mma import off_its_warps
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     UNKNOWN,
@@ -195,6 +196,10 @@ class FragmentRules(TupleRules):
                     target.span,
                 )
             shape = ("?",) * len(stmt.variables.names)
+        if isinstance(target, ast.Member):
+            self.error_with_note(
+                off_its_warps(self.info, target.value, context, "visit the elements of"), target.value.span
+            )
         names = tuple(name.id for name in stmt.variables.names)
         symbols = self._bound_variables(stmt.variables, tuple(shape), stmt, "apply")
         self._check_apply_body(stmt.body)

@@ -9,7 +9,7 @@ of 16 (16-bit types) or 32 (8-bit types)."""
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve.warp_mma import WarpMmaRules
+from choreo_kernel.compiler.analysis.resolve.warp_mma import WarpMmaRules, off_its_warps
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
@@ -134,6 +134,9 @@ class MmaRules(WarpMmaRules):
             )
             return
         symbol = self._symbol_of_name(operation.args[0])
+        self.error_with_note(
+            off_its_warps(self.info, operation.args[0], context, "store"), operation.args[0].span
+        )
         if words == ["transp"]:
             self._check_transposed_store(symbol, operation)
         if isinstance(destination, Data):
@@ -200,7 +203,7 @@ class MmaRules(WarpMmaRules):
                 f"'{operation.text}': operand types differ: a is {a.elem}, b is {b.elem}", operation.span
             )
             return info
-        accumulated = self._record_owner(symbol, a.elem, context)
+        accumulated = self._record_owner(symbol, a.elem, context, operation.span)
         if on_warp:
             self._check_warp_tile(operation, a.elem, m, n, k_a, accumulated)
             if symbol is not None and isinstance(accumulator, Accumulator):

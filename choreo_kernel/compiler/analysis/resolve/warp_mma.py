@@ -9,10 +9,11 @@ warp level (`mc = mma.fill 0.0;` in the block, MMAs in `parallel ... : group`) i
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.info import MmaOwner
+from choreo_kernel.compiler.analysis.info import FunctionInfo, MmaOwner
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Dim, Symbol
+from choreo_kernel.compiler.diagnostics import Note, Span
 from choreo_kernel.compiler.semantics.levels import Level
 from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, warp_tile_problem
 
@@ -22,11 +23,11 @@ class WarpMmaRules(ResolverBase):
 
     multiplied: set[int]  # id() of the declarations of the accumulators some MMA multiplies into
 
-    def _record_owner(self, symbol: Symbol | None, operand: str, context: Context) -> str:
+    def _record_owner(self, symbol: Symbol | None, operand: str, context: Context, span: Span) -> str:
         """The accumulator's type (the fill's, or the default for `operand`), recorded with its owner."""
         accumulator = accumulator_type(symbol, operand)
         if symbol is not None and symbol not in self.info.mma_owners:
-            self.info.mma_owners[symbol] = MmaOwner(context, accumulator)
+            self.info.mma_owners[symbol] = MmaOwner(context, accumulator, span)
         return accumulator
 
     def _check_warp_tile(
@@ -73,6 +74,15 @@ class WarpMmaRules(ResolverBase):
             )
 
 
+def on_warp(owner: MmaOwner | None) -> bool:
+    """Whether an accumulator's MMAs run on warps (mma.sync) rather than warpgroups (WGMMA)."""
+    return (
+        owner is not None
+        and Level.WARP in owner.context.level_kinds
+        and Level.WARPGROUP not in owner.context.level_kinds
+    )
+
+
 def accumulator_type(symbol: Symbol | None, operand: str) -> str:
     """What `acc = mma.fill[.T] v` accumulates in: T where it is written, else the default for the operands."""
     declaration = symbol.declaration if symbol is not None else None
@@ -81,3 +91,19 @@ def accumulator_type(symbol: Symbol | None, operand: str) -> str:
         if len(words) > 1 and words[0] == "fill":
             return words[1]
     return default_accumulator(operand)
+
+
+def off_its_warps(info: FunctionInfo, expr: ast.Expr, context: Context, what: str) -> tuple[str, Note] | None:
+    """An accumulator declared above the warps that multiply into it is one per warp: it is stored and
+    its elements are visited inside their `group` scope, where each warp has its own."""
+    symbol = info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+    owner = info.mma_owners.get(symbol) if symbol is not None else None
+    if symbol is None or owner is None:
+        return None
+    if not on_warp(owner) or Level.WARP in context.level_kinds:
+        return None
+    message = (
+        f"accumulator '{symbol.name}' holds one tile per warp (its MMAs run in a 'group' scope): {what} it "
+        "inside that scope, where each warp has its own"
+    )
+    return message, Note("its MMAs run here", owner.span)
