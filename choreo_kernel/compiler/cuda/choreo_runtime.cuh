@@ -1000,9 +1000,9 @@ template <int N> CHOREO_DEVICE int fragment_column(int r) {
   return r % (N / 2) / 4 * 8 + threadIdx.x % 4 * 2 + r % 2;
 }
 template <int N> CHOREO_DEVICE constexpr int fragment_row_register(int r) { return r / (N / 2) * 2 + r % 4 / 2; }
-CHOREO_DEVICE int vector_row(int v) {
-  const int rank = threadIdx.x % 128;
-  return v / 2 * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);
+template <int TileRows = 64> CHOREO_DEVICE int vector_row(int v) {
+  const int rank = threadIdx.x % (TileRows * 2);
+  return v / 2 * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);
 }
 
 // One 16-bit element of a packed register, read and written as T (f16 or bf16).

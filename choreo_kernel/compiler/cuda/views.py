@@ -287,14 +287,16 @@ class AccumulatorRegisters:
 
 @dataclass(frozen=True)
 class RowRegisters:
-    """A row vector fragment (`frag f32[64] m;`): in each thread, the 2 rows of each 64-row tile its quad owns."""
+    """A row vector fragment (`frag f32[64] m;`): in each thread, the 2 rows of each 64-row tile its quad owns
+    (of each 16-row tile, for a warp's fragment: `tile_rows` 16)."""
 
     name: CExpr
     rows: int
+    tile_rows: int = 64
 
     @property
     def tiles(self) -> int:
-        return self.rows // 64
+        return self.rows // self.tile_rows
 
     @property
     def registers(self) -> int:
