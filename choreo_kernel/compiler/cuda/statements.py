@@ -617,6 +617,10 @@ class KernelEmitter(ControlStatements, BoundVariables):
                 self.tma.wait(symbol, stmt)
             elif symbol is not None and self.mma.waits(symbol):
                 self.mma.wait(symbol, stmt)
+            elif symbol is not None and self.warp_mma.waits(symbol):
+                self.out.line(
+                    f"// '{symbol.name}' is complete: a warp's mma.sync finishes within its statement"
+                )
             elif self._is_future(target):
                 self._wait_future(target)
             else:

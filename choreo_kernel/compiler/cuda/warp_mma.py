@@ -10,7 +10,8 @@ the source declares it: above the warps, every lane holds its own copy, which is
 
 `mma.load` names its tile for the MMA that uses it, as on a warpgroup: that MMA loads the
 registers, so the tile must not change in between (the sim reads it at the load).
-An mma.sync is synchronous: each lane's registers hold the result when it returns.
+An mma.sync is synchronous: each lane's registers hold the result when it returns, so the future of
+an `.async` one is complete when issued, and its `wait` emits nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve.warp_mma import on_warp
+from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
@@ -69,6 +71,7 @@ class WarpMma:
 
     emitter: KernelContext
     forms: dict[str, tuple[WarpInstruction, str]] = field(default_factory=dict)
+    issued: set[Symbol] = field(default_factory=set)  # futures of `.async` MMAs: complete when issued
 
     def handles(self, stmt: ast.OperationStmt) -> bool:
         """Whether `stmt` is a warp's: its accumulator's MMAs run on warps, or it loads an operand there."""
@@ -93,6 +96,10 @@ class WarpMma:
             self._store(stmt, "transp" in words)
         else:
             self._execute(stmt, words[0] == "col", words[1] == "col")
+
+    def waits(self, symbol: Symbol) -> bool:
+        """Whether `symbol` is the future of a warp's `.async` MMA, which `wait` finds complete."""
+        return symbol in self.issued
 
     def wrappers(self) -> dict[str, str]:
         return {name: wrapper(*form) for name, form in self.forms.items()}
@@ -231,6 +238,9 @@ class WarpMma:
                         f"choreo::load_mma_b<{instruction.k}>({b_regs}, {b_start.text}, {b_k.text}, {b_n.text});"
                     )
                     out.line(f"choreo::{name}({fragment}, {a_regs}, {b_regs});")
+        future = emitter.info.futures.get(id(stmt))
+        if future is not None:
+            self.issued.add(future)
 
 
 def _strides(view: View, transposed: bool, expr: ast.Expr) -> tuple[CExpr, CExpr]:
