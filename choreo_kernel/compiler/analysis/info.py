@@ -25,6 +25,15 @@ from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.compiler.semantics.printing import Piece
 
 
+@dataclass(frozen=True)
+class MmaOwner:
+    """Who runs the MMAs of an accumulator (the context of its first one), and the type it accumulates in."""
+
+    context: Context
+    accumulator: str
+    span: Span  # its first MMA
+
+
 @dataclass
 class FunctionInfo:
     """What the resolver learned about one function, for the passes after it."""
@@ -56,6 +65,7 @@ class FunctionInfo:
     arrivals: dict[Symbol, EventArrivals] = field(default_factory=dict)  # of the events of static launches
     printed: list[tuple[Span, str]] = field(default_factory=list)  # what `print!` shows at compile time
     print_formats: dict[int, tuple[Piece, ...]] = field(default_factory=dict)  # id(Print) -> its format
+    mma_owners: dict[Symbol, MmaOwner] = field(default_factory=dict)  # accumulator -> its MMAs' owner
 
     def declared(self, declaration: object, name: str) -> Symbol | None:
         """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""

@@ -1046,17 +1046,18 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, i
 // `inf`: the float infinity, by its bits (NVRTC compiles without math.h's INFINITY).
 CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
 
-template <int N> CHOREO_DEVICE int fragment_row(int r) {
-  const int rank = threadIdx.x % 128;
-  return r / (N / 2) * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
+// TileRows 16: a warp's accumulator (mma.sync), the same layout with one warp per 16-row tile.
+template <int N, int TileRows = 64> CHOREO_DEVICE int fragment_row(int r) {
+  const int rank = threadIdx.x % (TileRows * 2);
+  return r / (N / 2) * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
 }
 template <int N> CHOREO_DEVICE int fragment_column(int r) {
   return r % (N / 2) / 4 * 8 + threadIdx.x % 4 * 2 + r % 2;
 }
 template <int N> CHOREO_DEVICE constexpr int fragment_row_register(int r) { return r / (N / 2) * 2 + r % 4 / 2; }
-CHOREO_DEVICE int vector_row(int v) {
-  const int rank = threadIdx.x % 128;
-  return v / 2 * 64 + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);
+template <int TileRows = 64> CHOREO_DEVICE int vector_row(int v) {
+  const int rank = threadIdx.x % (TileRows * 2);
+  return v / 2 * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);
 }
 
 // One 16-bit element of a packed register, read and written as T (f16 or bf16).
@@ -1155,6 +1156,77 @@ CHOREO_DEVICE f16 atomic_add(f16* address, float value) {
                : "l"(address), "h"(to_f16(value).bits)
                : "memory");
   return old;
+}
+
+// ------------------------------------------------------------------------- warp-level MMA (mma.sync)
+// `mma.row.col acc, a, b` in a `group` scope (compiler/cuda/warp_mma.py): one warp multiplies its tile with
+// mma.sync.aligned.m16n8kK (the forms are generated from compiler/semantics/mma_shapes.py). Lane l of the
+// warp is in quad g = l / 4, at t = l % 4 within it; 32-bit registers hold P = 4 / sizeof(T) operand elements
+// (1 for tf32, 2 for f16 and bf16, 4 for 8-bit integers), the first in the low bits (PTX ISA 9.7.14.5):
+//   A [16, K]: register r holds row g + 8 * (r % 2), columns t * P + e + (K / 2) * (r / 2), e < P;
+//   B [K, 8]:  register r holds rows t * P + e + (K / 2) * r, column g;
+//   C [16, 8]: register r holds row g + 8 * (r / 2), column 2 * t + r % 2 (f16: pairs packed, as WGMMA's).
+// A [16 * Tiles, N] accumulator keeps its m16n8 fragments in register order (m tile, n tile), so it is the
+// WGMMA accumulator layout of a warpgroup of one warp with 16-row tiles.
+template <class T> CHOREO_DEVICE unsigned operand_bits(T value) { return value.bits; }
+CHOREO_DEVICE unsigned operand_bits(signed char value) { return static_cast<unsigned char>(value); }
+CHOREO_DEVICE unsigned operand_bits(unsigned char value) { return value; }
+CHOREO_DEVICE unsigned operand_bits(float value) { return __float_as_uint(value); }  // tf32: its top 19 bits
+
+// A's K-step registers (R: 4, or 2 for s8/u8 k16) from a tile whose element (m, k) is at
+// a[m * m_stride + k * k_stride].
+template <int K, class T, int R>
+CHOREO_DEVICE void load_mma_a(unsigned (&regs)[R], const T* a, int m_stride, int k_stride) {
+  constexpr int P = 4 / sizeof(T);
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    unsigned packed = 0;
+#pragma unroll
+    for (int e = 0; e < P; ++e)
+      packed |= operand_bits(a[(g + 8 * (r % 2)) * m_stride + (t * P + e + K / 2 * (r / 2)) * k_stride])
+                << (32 / P * e);
+    regs[r] = packed;
+  }
+}
+
+// B's registers (R: 2, or 1 for s8/u8 k16) for one n tile from a tile whose element (k, n) is at
+// b[k * k_stride + n * n_stride].
+template <int K, class T, int R>
+CHOREO_DEVICE void load_mma_b(unsigned (&regs)[R], const T* b, int k_stride, int n_stride) {
+  constexpr int P = 4 / sizeof(T);
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    unsigned packed = 0;
+#pragma unroll
+    for (int e = 0; e < P; ++e)
+      packed |= operand_bits(b[(t * P + e + K / 2 * r) * k_stride + g * n_stride]) << (32 / P * e);
+    regs[r] = packed;
+  }
+}
+
+template <int R> CHOREO_DEVICE void fill_accumulator(int (&acc)[R], float value) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) acc[i] = static_cast<int>(value);
+}
+CHOREO_DEVICE int fragment_value(const int* acc, int i) { return acc[i]; }
+CHOREO_DEVICE void store_element(int* out, int value) { *out = value; }
+
+// `mma.store acc, dst` of a warp's [16 * Tiles, N] accumulator: element (i, j) goes to
+// out[i * row_stride + j * column_stride] (mma.store.transp passes the strides swapped), converted to T.
+template <int Tiles, int N, class T, class A>
+CHOREO_DEVICE void store_warp_accumulator(const A* acc, T* out, int row_stride, int column_stride) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int tile = 0; tile < Tiles; ++tile)
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = tile * 16 + lane / 4 + 8 * (r / 2), column = j * 8 + (lane % 4) * 2 + r % 2;
+        store_element(out + row * row_stride + column * column_stride, fragment_value(acc, (tile * (N / 8) + j) * 4 + r));
+      }
 }
 
 // ------------------------------------------------------------------------- run-time checks

@@ -83,7 +83,8 @@ def lower_program(analysis: Analysis) -> LoweredProgram:
     if wrappers:
         out.line()
         out.line(
-            "// The wgmma.mma_async forms these kernels use, generated: each lists all its accumulator registers."
+            "// The wgmma.mma_async and mma.sync forms these kernels use, generated: each lists all its accumulator "
+            "registers."
         )
         out.line("namespace choreo {")
         for text in wrappers.values():
@@ -342,6 +343,7 @@ class FunctionLowering:
         out.line("  choreo::block_ends();")
         out.line("}")
         self.wrappers.update(emitter.mma.wrappers())
+        self.wrappers.update(emitter.warp_mma.wrappers())
         cooperative = stmt.clauses[0].cooperative and self.info.levels_of[id(stmt)][0] == Level.BLOCK
         stream = self.info.symbol_of.get(id(stmt.stream)) if stmt.stream is not None else None
         launch = Launch(

@@ -19,7 +19,7 @@ from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, Operand, RowRegisters
 from choreo_kernel.compiler.printer import expression
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 Registers = AccumulatorRegisters | RowRegisters
 REDUCTIONS = {"reduce_max": "choreo::MaxOf", "reduce_sum": "choreo::SumOf"}
@@ -49,13 +49,17 @@ class Fragments:
         emitter = self.emitter
         dims = [emitter.expressions.constant(d, f"a dimension of fragment '{stmt.name}'") for d in stmt.shape]
         name = emitter.names.local(stmt.name)
+        levels = emitter.info.context_of[id(stmt)].level_kinds
+        tile_rows = (
+            16 if Level.WARP in levels and Level.WARPGROUP not in levels else 64
+        )  # a warp's: mma.sync's
         registers: Registers
         if len(dims) == 1:
-            registers = RowRegisters(cexpr.name(name), dims[0])
-            layout = f"rows {_row_text()} of each 64-row tile"
+            registers = RowRegisters(cexpr.name(name), dims[0], tile_rows)
+            layout = f"rows {_row_text(tile_rows)} of each {tile_rows}-row tile"
         else:
-            registers = AccumulatorRegisters(cexpr.name(name), stmt.elem_type, dims[0], dims[1])
-            layout = "the WGMMA accumulator layout"
+            registers = AccumulatorRegisters(cexpr.name(name), stmt.elem_type, dims[0], dims[1], tile_rows)
+            layout = "the WGMMA accumulator layout" if tile_rows == 64 else "the mma.sync accumulator layout"
         emitter.out.source(stmt)
         emitter.out.line(
             f"{registers.c_type} {name}[{registers.registers}];  // {stmt.elem_type} {dims}: {layout}, per thread"
@@ -81,11 +85,13 @@ class Fragments:
         if isinstance(registers, AccumulatorRegisters):
             columns = registers.columns
             count = registers.tiles * columns // 2
+            tile_rows = registers.tile_rows  # 16: a warp's accumulator (cuda/warp_mma.py)
             out.line(
                 f"// each thread visits its {count} elements of the {registers.rows}x{columns} tile: rows "
-                f"{_row_text()} of each 64-row tile, columns (lane % 4) * 2 and + 1 of each 8-column group"
+                f"{_row_text(tile_rows)} of each {tile_rows}-row tile, columns (lane % 4) * 2 and + 1 of each "
+                "8-column group"
             )
-            row = cexpr.raw(f"choreo::fragment_row<{columns}>({register})")
+            row = cexpr.raw(f"choreo::fragment_row<{columns}, {tile_rows}>({register})")
             column = cexpr.raw(f"choreo::fragment_column<{columns}>({register})")
             bound = [
                 Operand(row, "s32", cexpr.const(registers.rows)),
@@ -95,9 +101,10 @@ class Fragments:
         else:
             count = registers.registers
             out.line(
-                f"// each thread visits its {count} rows ({_row_text()} of each 64-row tile), as its quad does"
+                f"// each thread visits its {count} rows ({_row_text(registers.tile_rows)} of each "
+                f"{registers.tile_rows}-row tile), as its quad does"
             )
-            row = cexpr.raw(f"choreo::vector_row({register})")
+            row = cexpr.raw(f"choreo::vector_row<{registers.tile_rows}>({register})")
             bound = [Operand(row, "s32", cexpr.const(registers.rows))]
             visit = _Visit(register, None, registers.rows)
         out.line("#pragma unroll")
@@ -127,8 +134,8 @@ class Fragments:
             return Operand(cexpr.raw(f"{base.name.text}[{index.text}]"), "f32", storage=Storage.LOCAL)
         if visit.columns != base.columns or base.rows != visit.rows:
             raise LoweringError(f"a {base.rows}x{base.columns} tile in an apply over another shape", expr)
-        if base.elem == "f32":
-            return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), "f32", storage=Storage.LOCAL)
+        if base.elem in ("f32", "s32"):
+            return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), base.elem, storage=Storage.LOCAL)
         c_type = elements.c_type(base.elem)
         access = f"choreo::packed_element<{c_type}>({base.name.text}, {visit.register})"
         return Operand(cexpr.raw(access), base.elem, storage=Storage.LOCAL)
@@ -147,6 +154,7 @@ class Fragments:
             not isinstance(rows, RowRegisters)
             or not isinstance(tile, AccumulatorRegisters)
             or tile.elem != "f32"
+            or rows.tile_rows != tile.tile_rows
         ):
             raise LoweringError(f"'{stmt.name}' reduces an f32 tile into a row vector on CUDA", stmt)
         out.line("// each row's N / 4 columns in this thread, then the 4 lanes of its quad (shfl.xor 1, 2)")
@@ -205,8 +213,8 @@ def _packed_template(registers: Registers) -> str:
     return ""
 
 
-def _row_text() -> str:
-    return "warp * 16 + lane / 4 and + 8"
+def _row_text(tile_rows: int) -> str:
+    return "warp * 16 + lane / 4 and + 8" if tile_rows == 64 else "lane / 4 and + 8"
 
 
 def _text(expr: ast.Expr) -> str:

@@ -38,6 +38,7 @@ from choreo_kernel.compiler.cuda.views import (
     buffer,
     element_count,
 )
+from choreo_kernel.compiler.cuda.warp_mma import WarpMma
 from choreo_kernel.compiler.cuda.wgmma import Mma
 from choreo_kernel.compiler.cuda.writer import Names
 from choreo_kernel.compiler.semantics.levels import Level, Storage
@@ -60,6 +61,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
         self.roles = plan_roles(info, kernel, self.threads)
         self.tma = Tma(self)
         self.mma = Mma(self)
+        self.warp_mma = WarpMma(self)
         self.fragments = Fragments(self)
         self.device = DeviceStatements(self)
 
@@ -540,7 +542,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
             self.tma.operation(stmt)
             return
         if operation.family == "mma":
-            self.mma.operation(stmt)
+            (self.warp_mma if self.warp_mma.handles(stmt) else self.mma).operation(stmt)
             return
         assert operation.destination is not None
         transfer = self.info.transfers.get(id(operation), Transfer())
@@ -652,6 +654,10 @@ class KernelEmitter(ControlStatements, BoundVariables):
                 self.tma.wait(symbol, stmt)
             elif symbol is not None and self.mma.waits(symbol):
                 self.mma.wait(symbol, stmt)
+            elif symbol is not None and self.warp_mma.waits(symbol):
+                self.out.line(
+                    f"// '{symbol.name}' is complete: a warp's mma.sync finishes within its statement"
+                )
             elif self._is_future(target):
                 self._wait_future(target)
             else:

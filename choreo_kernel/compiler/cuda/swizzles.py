@@ -1,7 +1,7 @@
 """The layout of the shared buffers that TMA and WGMMA use (language.md 12.6): swizzled rows.
 
 A TMA copy or `mma.load` may name the swizzle with `.swiz<N>`; otherwise a WGMMA operand gets
-the widest swizzle its rows fill (128 bytes for a row of 64 halves). An operand that is a copy's
+the widest swizzle its rows fill (128 bytes for a row of 64 halves); a warp's operand stays plain. An operand that is a copy's
 `=> shared` destination (`f.data`) is keyed by the copy's future, which names that destination.
 """
 
@@ -11,7 +11,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Future, Symbol
 from choreo_kernel.compiler.cuda.expressions import root_name
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 SWIZZLES = (32, 64, 128)  # bytes
 
@@ -31,7 +31,11 @@ def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, in
                 symbol = _buffer(info, expr)
                 if symbol is not None:
                     named[symbol] = int(swizzle)
-        if operation.family == "mma" and operation.qualifiers[0] in ("row", "col"):
+        if (
+            operation.family == "mma"
+            and operation.qualifiers[0] in ("row", "col")
+            and _on_warpgroup(info, stmt)
+        ):
             operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
     chosen = dict(named)
     for symbol in operands - named.keys():
@@ -40,6 +44,12 @@ def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, in
             row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
             chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
     return chosen
+
+
+def _on_warpgroup(info: FunctionInfo, stmt: ast.OperationStmt) -> bool:
+    """A WGMMA reads its shared operands swizzled; a warp's mma.sync (cuda/warp_mma.py) reads plain rows."""
+    context = info.context_of.get(id(stmt))
+    return context is None or Level.WARPGROUP in context.level_kinds
 
 
 def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:

@@ -258,40 +258,45 @@ class FutureValue:
 
 @dataclass(frozen=True)
 class AccumulatorRegisters:
-    """An MMA accumulator: in each thread of its warpgroup, the registers of `rows / 64` m64nN fragments.
+    """An MMA accumulator: in each thread of its warpgroup, the registers of `rows / 64` m64nN fragments;
+    of a warp's accumulator (mma.sync, `tile_rows` 16), those of `rows / 16` m16nN fragments, the same
+    layout with one warp (cuda/warp_mma.py).
 
-    f32 elements take one register each; f16 elements are packed two to a 32-bit register.
+    f32 and s32 elements take one register each; f16 elements are packed two to a 32-bit register.
     """
 
     name: CExpr
-    elem: str  # f32 or f16
+    elem: str  # f32, f16 or s32
     rows: int
     columns: int
+    tile_rows: int = 64  # 64: a warpgroup's (WGMMA); 16: a warp's (mma.sync)
 
     @property
     def tiles(self) -> int:
-        return self.rows // 64
+        return self.rows // self.tile_rows
 
     @property
     def registers(self) -> int:
-        per_tile = self.columns // 2 if self.elem == "f32" else self.columns // 4
+        per_tile = self.columns // 2 if self.elem in ("f32", "s32") else self.columns // 4
         return self.tiles * per_tile
 
     @property
     def c_type(self) -> str:
-        return "float" if self.elem == "f32" else "unsigned"
+        return {"f32": "float", "s32": "int"}.get(self.elem, "unsigned")
 
 
 @dataclass(frozen=True)
 class RowRegisters:
-    """A row vector fragment (`frag f32[64] m;`): in each thread, the 2 rows of each 64-row tile its quad owns."""
+    """A row vector fragment (`frag f32[64] m;`): in each thread, the 2 rows of each 64-row tile its quad owns
+    (of each 16-row tile, for a warp's fragment: `tile_rows` 16)."""
 
     name: CExpr
     rows: int
+    tile_rows: int = 64
 
     @property
     def tiles(self) -> int:
-        return self.rows // 64
+        return self.rows // self.tile_rows
 
     @property
     def registers(self) -> int:

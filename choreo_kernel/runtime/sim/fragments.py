@@ -27,7 +27,7 @@ from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Frame, PerThread, Scope
 from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.issue import per_lane
-from choreo_kernel.runtime.sim.operations import Accumulator, Fragment
+from choreo_kernel.runtime.sim.operations import Accumulator, Fragment, owned
 from choreo_kernel.runtime.sim.registers import Register, converted, tile_of
 from choreo_kernel.runtime.sim.views import Bounded
 
@@ -79,6 +79,7 @@ class Fragments:
             return [converted(r, expr.type_name) for r in self.registers(expr.operand, stmt, frame)]
         value = self.evaluator.value(expr, frame.narrow(group.lanes))
         items = list(value) if isinstance(value, np.ndarray) else [value]
+        items = owned(items * (len(group.lanes) // len(items)), group)
         if not all(isinstance(item, (Accumulator, Fragment)) for item in items):
             raise SimError(f"'{expression(expr)}' is not an accumulator or a fragment")
         symbol = self.info.symbol_of.get(id(expr))

@@ -18,6 +18,7 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Transfer
+from choreo_kernel.compiler.semantics.levels import WARP_THREADS
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
@@ -26,10 +27,12 @@ from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.operations import (
     Accumulator,
     Fragment,
+    InstanceAccumulators,
     Operation,
     copy,
     matrix_multiply,
     operand_of,
+    owned,
     placeholder,
     store_accumulators,
 )
@@ -54,7 +57,7 @@ class Issuer:
         if family in ("dma", "tma"):
             result = placeholder(stmt) if words == ["any"] else self._copy(stmt, frame, at, group, unit)
         elif words[0] == "fill":
-            result = self._fill(stmt, words, at, group)
+            result = self._fill(stmt, words, frame, at, group)
         elif words[0] == "load":
             view = self.evaluator.view(operation.args[0], at)
             tiles = view.read()
@@ -66,7 +69,9 @@ class Issuer:
             accumulators = self._accumulators(operation.args[0], at, group)
             mask = tuple(plain(self.evaluator.value(arg, at)) for arg in operation.args[2:])
             destination = self.evaluator.view(operation.args[1], at)
-            store_accumulators(accumulators, destination, mask if "mask" in words else None)
+            store_accumulators(
+                accumulators, destination, mask if "mask" in words else None, "transp" in words
+            )
         else:
             result = self._multiply(stmt, (words[0], words[1]), at, group)
         if stmt.result is not None and result is not None:
@@ -125,13 +130,26 @@ class Issuer:
             return []
         return [item if isinstance(item, int) else self.evaluator.uniform_int(item, at) for item in items]
 
-    def _fill(self, stmt: ast.OperationStmt, words: list[str], at: Frame, group: Instances) -> Any:
+    def _fill(
+        self, stmt: ast.OperationStmt, words: list[str], frame: Frame, at: Frame, group: Instances
+    ) -> Any:
         args = stmt.operation.args
-        if stmt.result is not None:  # acc = mma.fill.f32 0.0f: a new accumulator per instance
+        unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "mma")
+        if (
+            stmt.result is not None
+        ):  # acc = mma.fill.f32 0.0f: a new accumulator per instance of its MMAs' level
             fill = plain(self.evaluator.value(args[0], at))
-            elem = words[1] if len(words) > 1 else None
+            symbol = self.info.declared(stmt, stmt.result.id)
+            owner = self.info.mma_owners.get(symbol) if symbol is not None else None
+            elem = words[1] if len(words) > 1 else owner.accumulator if owner is not None else None
+            if owner is not None and frame.block.issuing_unit(owner.context, "mma") < unit:
+                return InstanceAccumulators(elem, fill)  # declared above the warps that run its MMAs
             return per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
         fill = plain(self.evaluator.value(args[1], at))
+        shared = self.evaluator.value(args[0], at)
+        if isinstance(shared, InstanceAccumulators) and unit > WARP_THREADS:  # above the warps: all of them
+            shared.reset(fill)
+            return None
         for accumulator in self._accumulators(args[0], at, group):
             accumulator.reset(fill)
         return None
@@ -166,6 +184,7 @@ class Issuer:
     def _accumulators(self, expr: ast.Expr, at: Frame, group: Instances) -> list[Accumulator]:
         value = self.evaluator.value(expr, at)
         items = list(value) if isinstance(value, np.ndarray) else [value] * len(group.lanes)
+        items = owned(items, group)
         if not all(isinstance(item, Accumulator) for item in items):
             raise SimError("the first operand must be an accumulator made by mma.fill")
         return items

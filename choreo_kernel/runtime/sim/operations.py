@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.values import FLOAT_TYPES
+from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator
 from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
+from choreo_kernel.runtime.sim.instances import Instances
 from choreo_kernel.runtime.sim.views import View
 
 
@@ -141,9 +142,7 @@ class Accumulator:
     def ensure(self, shape: tuple[int, ...], operand_elem: str) -> np.ndarray:
         if self.value is None:
             if self.elem is None:
-                self.elem = (
-                    "f16" if operand_elem == "f16" else "f32" if operand_elem in FLOAT_TYPES else "s32"
-                )
+                self.elem = default_accumulator(operand_elem)
             self.value = np.full(shape, self.fill, dtype=numpy_dtype(self.elem))
         elif self.value.shape != shape:
             raise SimError(f"the accumulator is {list(self.value.shape)} but this MMA produces {list(shape)}")
@@ -153,6 +152,36 @@ class Accumulator:
         self.fill = fill
         if self.value is not None:
             self.value[...] = fill
+
+
+class InstanceAccumulators:
+    """An accumulator declared above the level that runs its MMAs (`mc = mma.fill 0.0;` in a block, its
+    MMAs in `parallel ... : group`): one per instance of that level (each warp's registers), made at its
+    first use there."""
+
+    def __init__(self, elem: str | None, fill: Any) -> None:
+        self.elem = elem
+        self.fill = fill
+        self.instances: dict[int, Accumulator] = {}
+
+    def reset(self, fill: Any) -> None:
+        """`mma.fill acc, v;` above the warps: every warp's accumulator, and those not made yet."""
+        self.fill = fill
+        for accumulator in self.instances.values():
+            accumulator.reset(fill)
+
+    def of(self, instance: int) -> Accumulator:
+        if instance not in self.instances:
+            self.instances[instance] = Accumulator(self.elem, self.fill)
+        return self.instances[instance]
+
+
+def owned(items: list[Any], group: Instances) -> list[Any]:
+    """Each instance's own accumulator, where one was declared for all instances of a level (above)."""
+    return [
+        item.of(int(instance)) if isinstance(item, InstanceAccumulators) else item
+        for item, instance in zip(items, group.groups)
+    ]
 
 
 @dataclass(frozen=True)
@@ -200,7 +229,7 @@ def matrix_multiply(
 
     def perform() -> None:
         compute = np.int32 if _value(accumulators[0]).dtype.kind in "iu" else np.float32
-        left, right = a.read().astype(compute), b.read().astype(compute)
+        left, right = (_tensor_core_input(operand).astype(compute) for operand in (a, b))
         if layouts[0] == "col":
             left = np.swapaxes(left, -1, -2)
         if layouts[1] == "row":
@@ -218,17 +247,32 @@ def matrix_multiply(
     return operation
 
 
+def _tensor_core_input(operand: Operand) -> np.ndarray:
+    """An operand as the tensor cores read it: 32-bit floats as tf32, the top 19 bits of each (the
+    mma instructions ignore the low 13 mantissa bits of the registers they are given)."""
+    values = operand.read()
+    if values.dtype != np.float32:
+        return values
+    return (np.ascontiguousarray(values).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
 def store_accumulators(
-    accumulators: list[Accumulator], destination: View, mask: tuple[Any, ...] | None = None
+    accumulators: list[Accumulator],
+    destination: View,
+    mask: tuple[Any, ...] | None = None,
+    transposed: bool = False,
 ) -> None:
     """`mma.store`: every instance's accumulator into its destination tile, converted to its type.
     `mma.store.mask` (`mask`: the rows, and the columns, to write) writes only the elements below
-    them that are inside the array, so it also takes a tail tile."""
+    them that are inside the array, so it also takes a tail tile; `mma.store.transp` writes element
+    (i, j) at (j, i)."""
     tiles = []
     for accumulator in accumulators:
         value = accumulator.value
         if value is None:
             value = np.full(destination.shape, accumulator.fill, dtype=np.float32)
+        elif transposed:
+            value = value.T
         if value.size != int(np.prod(destination.shape)):
             raise SimError(
                 f"'mma.store' of a {list(value.shape)} accumulator into data of shape {list(destination.shape)}"

@@ -63,6 +63,11 @@ class ResolverBase:
     def error(self, message: str, span: Span, *notes: Note) -> None:
         self.sink.error(message, span, *notes)
 
+    def error_with_note(self, problem: tuple[str, Note] | None, span: Span) -> None:
+        """Report a rule's problem (its message and a note), if it found one."""
+        if problem is not None:
+            self.error(problem[0], span, problem[1])
+
     def hopper_rule(self, message: str, span: Span, *notes: Note) -> None:
         self.sink.target_rule(self.target, message, span, *notes)
 

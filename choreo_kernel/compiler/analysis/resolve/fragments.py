@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
+from choreo_kernel.compiler.analysis.resolve.warp_mma import off_its_warps
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     UNKNOWN,
@@ -63,7 +64,8 @@ class FragmentRules(TupleRules):
             )
         if stmt.array_dims:
             self.error(f"fragment '{stmt.name}' cannot be an array of fragments", stmt.array_dims[0].span)
-        self._check_fragment_shape(dims, stmt.name, stmt.span)
+        on_warp = Level.WARP in context.level_kinds and Level.WARPGROUP not in context.level_kinds
+        self._check_fragment_shape(dims, stmt.name, stmt.span, 16 if on_warp else 64)
         if stmt.init is not None:
             if len(stmt.init) != 1:
                 self.error(f"fragment '{stmt.name}' is filled with one value: '{{v}}'", stmt.span)
@@ -75,19 +77,20 @@ class FragmentRules(TupleRules):
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
         )
 
-    def _check_fragment_shape(self, dims: tuple[Dim, ...], name: str, span: Span) -> None:
+    def _check_fragment_shape(self, dims: tuple[Dim, ...], name: str, span: Span, tile_rows: int) -> None:
         if len(dims) not in (1, 2):
             self.error(
                 f"fragment '{name}' is a row vector [M] or a tile [M, N], not {shape_text(dims)}", span
             )
             return
-        rows_ok = not isinstance(dims[0], int) or dims[0] % 64 == 0
+        rows_ok = not isinstance(dims[0], int) or dims[0] % tile_rows == 0
         columns = dims[1] if len(dims) == 2 else 16
         columns_ok = not isinstance(columns, int) or (columns % 16 == 0 and columns <= 256)
         if not (rows_ok and columns_ok):
+            layout = "WGMMA" if tile_rows == 64 else "mma.sync (a warp's)"
             self.hopper_rule(
-                f"fragment '{name}' is {shape_text(dims)}; its registers follow the WGMMA accumulator layout: "
-                "a multiple of 64 rows, and a multiple of 16 columns up to 256",
+                f"fragment '{name}' is {shape_text(dims)}; its registers follow the {layout} accumulator layout: "
+                f"a multiple of {tile_rows} rows, and a multiple of 16 columns up to 256",
                 span,
             )
         if not all(isinstance(d, int) for d in dims):
@@ -195,6 +198,10 @@ class FragmentRules(TupleRules):
                     target.span,
                 )
             shape = ("?",) * len(stmt.variables.names)
+        if isinstance(target, ast.Member):
+            self.error_with_note(
+                off_its_warps(self.info, target.value, context, "visit the elements of"), target.value.span
+            )
         names = tuple(name.id for name in stmt.variables.names)
         symbols = self._bound_variables(stmt.variables, tuple(shape), stmt, "apply")
         self._check_apply_body(stmt.body)
@@ -255,9 +262,10 @@ class FragmentRules(TupleRules):
         values = [self._expr(arg) for arg in stmt.args]
         if self._applies:
             self.error(f"'{stmt.name}' works on whole fragments: call it outside 'apply'", stmt.name_span)
-        if Level.WARPGROUP not in context.level_kinds:
+        if Level.WARPGROUP not in context.level_kinds and Level.WARP not in context.level_kinds:
             self.error(
-                f"'{stmt.name}' works on the registers of a warpgroup: call it inside a 'group-4' scope",
+                f"'{stmt.name}' works on the registers of a warpgroup or a warp: call it inside a 'group-4' or "
+                "a 'group' scope",
                 stmt.span,
             )
         arity = 2 if stmt.name == "copy" else 3

@@ -9,7 +9,7 @@ of 16 (16-bit types) or 32 (8-bit types)."""
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.resolve.warp_mma import WarpMmaRules, off_its_warps
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
@@ -35,13 +35,14 @@ F16_ACCUMULATED = ("f16", "f8_e4m3", "f8_e5m2")  # the operands WGMMA accumulate
 WGMMA_TYPES = {"f16": 16, "bf16": 16, "tf32": 8, "f8_e4m3": 32, "f8_e5m2": 32, "s8": 32, "u8": 32}
 
 
-class MmaRules(ResolverBase):
+class MmaRules(WarpMmaRules):
     """The mma statements: fill, load, store and the multiply itself."""
 
     def _mma(self, stmt: ast.OperationStmt, context: Context) -> FutureInfo | Accumulator | Fragment | None:
         operation = stmt.operation
         words = [q for q in operation.qualifiers if q not in ("async",)]
         args = operation.args
+        self._note_multiplied(words, args)
         if words and words[0] == "fill":
             return self._mma_fill(stmt, words, context)
         if words and words[0] == "load":
@@ -102,8 +103,8 @@ class MmaRules(ResolverBase):
 
     def _mma_store(self, stmt: ast.OperationStmt, words: list[str], context: Context) -> None:
         operation = stmt.operation
-        if words not in ([], ["mask"]):
-            self._unknown_operation(operation, "expected mma.store or mma.store.mask")
+        if words not in ([], ["mask"], ["transp"]):
+            self._unknown_operation(operation, "expected mma.store, mma.store.mask or mma.store.transp")
             return
         if words == ["mask"]:
             if len(operation.args) not in (3, 4):
@@ -133,10 +134,17 @@ class MmaRules(ResolverBase):
             )
             return
         symbol = self._symbol_of_name(operation.args[0])
+        self.error_with_note(
+            off_its_warps(self.info, operation.args[0], context, "store"), operation.args[0].span
+        )
+        if words == ["transp"]:
+            self._check_transposed_store(symbol, operation)
         if isinstance(destination, Data):
             if destination.storage == Storage.LOCAL:
                 self.error("'mma.store' writes shared or global memory, not local", operation.args[1].span)
             shape = symbol.accumulator_shape if symbol is not None else None
+            if shape is not None and words == ["transp"]:
+                shape = tuple(reversed(shape))
             if shape is not None and known_mismatch(shape, destination.dims):
                 self.error(
                     f"'mma.store' of a {shape_text(shape)} accumulator into {shape_text(destination.dims)} data",
@@ -166,10 +174,11 @@ class MmaRules(ResolverBase):
                 acc_expr.span,
             )
             return info
-        if Level.WARPGROUP not in context.level_kinds:
+        on_warp = Level.WARPGROUP not in context.level_kinds and Level.WARP in context.level_kinds
+        if Level.WARPGROUP not in context.level_kinds and not on_warp:
             self.hopper_rule(
-                f"'{operation.text}' must run on a warpgroup: on target cuda (sm_90a, WGMMA) put it inside a "
-                "'group-4' scope (for example 'parallel wg by 1 : group-4 { ... }')",
+                f"'{operation.text}' must run on a warp or a warpgroup: on target cuda (sm_90a) put it inside a "
+                "'group' scope (mma.sync) or a 'group-4' scope (WGMMA; for example 'parallel wg by 1 : group-4 { ... }')",
                 operation.op_span,
             )
         if a is None or b is None:
@@ -193,6 +202,12 @@ class MmaRules(ResolverBase):
             self.error(
                 f"'{operation.text}': operand types differ: a is {a.elem}, b is {b.elem}", operation.span
             )
+            return info
+        accumulated = self._record_owner(symbol, a.elem, context, operation.span)
+        if on_warp:
+            self._check_warp_tile(operation, a.elem, m, n, k_a, accumulated)
+            if symbol is not None and isinstance(accumulator, Accumulator):
+                self._infer_accumulator(symbol, (m, n), operation, acc_expr)
             return info
         self._check_hopper_shape(operation, a.elem, m, n, k_a, accumulator, context)
         for name, operand in (("a", a), ("b", b)):

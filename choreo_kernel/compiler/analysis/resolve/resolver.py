@@ -49,8 +49,10 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
         for param in function.params:
             self._param(param)
         self.badly_nested: set[int] = set()  # id(kernel) of kernels whose levels do not nest
+        self.multiplied = set()
         self._statements(function.body.body, Context())
         self._launches()
+        self._check_accumulators_multiplied(function)
         check_device_code(self.info, self.sink, self.target)
         if function.return_type.name not in ("void", "auto") and not self.saw_return:
             self.error(

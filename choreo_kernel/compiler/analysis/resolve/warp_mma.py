@@ -1,0 +1,109 @@
+"""Warp-level matrix operations: an MMA in a `group` scope runs on one warp with mma.sync.
+
+The tiles a warp can multiply are semantics/mma_shapes.py's; this pass checks the program
+against them and records each accumulator's owner (the context of its MMAs, and the type it
+accumulates in), which the sim and the CUDA lowering read: an accumulator declared above the
+warp level (`mc = mma.fill 0.0;` in the block, MMAs in `parallel ... : group`) is one per warp.
+"""
+
+from __future__ import annotations
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.info import FunctionInfo, MmaOwner
+from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.scope import Context
+from choreo_kernel.compiler.analysis.values import Dim, Symbol
+from choreo_kernel.compiler.diagnostics import Note, Span
+from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, warp_tile_problem
+
+
+class WarpMmaRules(ResolverBase):
+    """The warp-level (mma.sync) checks of `mma.row.col` and friends."""
+
+    multiplied: set[int]  # id() of the declarations of the accumulators some MMA multiplies into
+
+    def _record_owner(self, symbol: Symbol | None, operand: str, context: Context, span: Span) -> str:
+        """The accumulator's type (the fill's, or the default for `operand`), recorded with its owner."""
+        accumulator = accumulator_type(symbol, operand)
+        if symbol is not None and symbol not in self.info.mma_owners:
+            self.info.mma_owners[symbol] = MmaOwner(context, accumulator, span)
+        return accumulator
+
+    def _check_warp_tile(
+        self, operation: ast.Operation, operand: str, m: Dim, n: Dim, k: Dim, accumulator: str
+    ) -> None:
+        problem = warp_tile_problem(operand, accumulator, m, n, k)
+        if problem is not None:
+            self.hopper_rule(problem, operation.span)
+
+    def _note_multiplied(self, words: list[str], args: tuple[ast.Expr, ...]) -> None:
+        """Any MMA (even a wrong one, reported on its own) names its accumulator first."""
+        if words[:1] not in (["fill"], ["load"], ["store"]) and args and isinstance(args[0], ast.Name):
+            symbol = self.scope.lookup(args[0].id)
+            if symbol is not None:
+                self.multiplied.add(id(symbol.declaration))
+
+    def _check_accumulators_multiplied(self, function: ast.Function) -> None:
+        """An accumulator takes its shape, so its registers, from the MMAs that use it: one without any
+        cannot be laid out in registers on CUDA."""
+        for stmt in ast.walk_statements(function.body):
+            if (
+                isinstance(stmt, ast.OperationStmt)
+                and stmt.result is not None
+                and stmt.operation.family == "mma"
+                and stmt.operation.words[:1] == ["fill"]
+                and id(stmt) not in self.multiplied
+            ):
+                self.hopper_rule(
+                    f"the MMA operation of accumulator '{stmt.result.id}' cannot be executed: no MMA uses it, so "
+                    "the MMA information is incomplete (its shape and its registers come from the mma.row/col that "
+                    "multiplies into it); remove it, or use it in an MMA (an inner declaration of the same name is "
+                    "another accumulator)",
+                    stmt.span,
+                )
+
+    def _check_transposed_store(self, symbol: Symbol | None, operation: ast.Operation) -> None:
+        """`mma.store.transp` writes element (i, j) at (j, i): the lowering does it for a warp's registers."""
+        owner = self.info.mma_owners.get(symbol) if symbol is not None else None
+        if owner is not None and Level.WARPGROUP in owner.context.level_kinds:
+            self.hopper_rule(
+                "'mma.store.transp' stores a warp's accumulator (mma.sync in a 'group' scope); a warpgroup's "
+                "is stored as it is: 'mma.store ACC, DST;'",
+                operation.span,
+            )
+
+
+def on_warp(owner: MmaOwner | None) -> bool:
+    """Whether an accumulator's MMAs run on warps (mma.sync) rather than warpgroups (WGMMA)."""
+    return (
+        owner is not None
+        and Level.WARP in owner.context.level_kinds
+        and Level.WARPGROUP not in owner.context.level_kinds
+    )
+
+
+def accumulator_type(symbol: Symbol | None, operand: str) -> str:
+    """What `acc = mma.fill[.T] v` accumulates in: T where it is written, else the default for the operands."""
+    declaration = symbol.declaration if symbol is not None else None
+    if isinstance(declaration, ast.OperationStmt):
+        words = declaration.operation.words
+        if len(words) > 1 and words[0] == "fill":
+            return words[1]
+    return default_accumulator(operand)
+
+
+def off_its_warps(info: FunctionInfo, expr: ast.Expr, context: Context, what: str) -> tuple[str, Note] | None:
+    """An accumulator declared above the warps that multiply into it is one per warp: it is stored and
+    its elements are visited inside their `group` scope, where each warp has its own."""
+    symbol = info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+    owner = info.mma_owners.get(symbol) if symbol is not None else None
+    if symbol is None or owner is None:
+        return None
+    if not on_warp(owner) or Level.WARP in context.level_kinds:
+        return None
+    message = (
+        f"accumulator '{symbol.name}' holds one tile per warp (its MMAs run in a 'group' scope): {what} it "
+        "inside that scope, where each warp has its own"
+    )
+    return message, Note("its MMAs run here", owner.span)

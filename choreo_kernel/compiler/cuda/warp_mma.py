@@ -1,0 +1,264 @@
+"""Warp-level MMA: the `mma` statements of a `group` scope (no `group-4` around it), as mma.sync.
+
+`mma.row.col acc, a, b` on one warp becomes, for each 16 rows of the tile, each K step of the
+instruction (semantics/mma_shapes.py: m16n8k16 for 16-bit operands, m16n8k32 or k16 for 8-bit integers)
+and each 8 columns, one `mma.sync.aligned.m16n8kK` whose A and B registers each lane loads
+from the operand tiles (shared or global memory) with plain loads, into the fragment layout that
+choreo_runtime.cuh ("warp-level MMA") describes lane by lane. The accumulator is the WGMMA one of a
+warpgroup of one warp with 16-row tiles (AccumulatorRegisters with tile_rows 16), declared where
+the source declares it: above the warps, every lane holds its own copy, which is its warp's.
+
+`mma.load` names its tile for the MMA that uses it, as on a warpgroup: that MMA loads the
+registers, so the tile must not change in between (the sim reads it at the load).
+An mma.sync is synchronous: each lane's registers hold the result when it returns, so the future of
+an `.async` one is complete when issued, and its `wait` emits nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.resolve.warp_mma import on_warp
+from choreo_kernel.compiler.analysis.values import Symbol
+from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda.cexpr import CExpr
+from choreo_kernel.compiler.cuda.context import KernelContext
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
+from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.mma_shapes import (
+    WARP_MMA,
+    WARP_TILE_ROWS,
+    WarpInstruction,
+    warp_instruction,
+)
+
+STORE_TYPES = ("f32", "f16", "bf16", "s32")  # what mma.store converts a warp's accumulator into
+
+
+def wrapper_name(instruction: WarpInstruction, accumulator: str) -> str:
+    return f"mma_sync_m16n8k{instruction.k}_{accumulator}_{instruction.kind}"
+
+
+def wrapper(instruction: WarpInstruction, accumulator: str) -> str:
+    """The device function of one mma.sync form: D = A * B + D on this lane's registers."""
+    count = 2 if accumulator == "f16" else 4
+    a_count, b_count = instruction.a_registers, instruction.b_registers
+    c_type = {"f32": "float", "s32": "int"}.get(accumulator, "unsigned")
+    constraint = "+f" if accumulator == "f32" else "+r"
+    d = ", ".join(f"%{i}" for i in range(count))
+    a = ", ".join(f"%{count + i}" for i in range(a_count))
+    b = ", ".join(f"%{count + a_count + i}" for i in range(b_count))
+    outputs = ", ".join(f'"{constraint}"(acc[{i}])' for i in range(count))
+    inputs = ", ".join([*(f'"r"(a[{i}])' for i in range(a_count)), *(f'"r"(b[{i}])' for i in range(b_count))])
+    return "\n".join(
+        [
+            f"// {instruction.ptx(accumulator)}: acc ({count} {c_type} registers of this lane) += A * B,",
+            f"// A in {a_count} registers, B in {b_count} (the layouts of the 'warp-level MMA' section).",
+            f"CHOREO_DEVICE void {wrapper_name(instruction, accumulator)}({c_type}* acc, "
+            f"const unsigned (&a)[{a_count}], const unsigned (&b)[{b_count}]) {{",
+            f'  asm volatile("{instruction.ptx(accumulator)} {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"',
+            f"               : {outputs}",
+            f"               : {inputs});",
+            "}",
+        ]
+    )
+
+
+@dataclass
+class WarpMma:
+    """The warp-level MMA statements of one kernel, and the mma.sync forms they use."""
+
+    emitter: KernelContext
+    forms: dict[str, tuple[WarpInstruction, str]] = field(default_factory=dict)
+    issued: set[Symbol] = field(default_factory=set)  # futures of `.async` MMAs: complete when issued
+
+    def handles(self, stmt: ast.OperationStmt) -> bool:
+        """Whether `stmt` is a warp's: its accumulator's MMAs run on warps, or it loads an operand there."""
+        words = stmt.operation.words
+        if words[0] == "load":
+            context = self.emitter.info.context_of.get(id(stmt))
+            levels = context.level_kinds if context is not None else ()
+            return Level.WARP in levels and Level.WARPGROUP not in levels
+        if words[0] == "fill" and stmt.result is not None:
+            symbol = self.emitter.info.declared(stmt, stmt.result.id)
+            return symbol is not None and on_warp(self.emitter.info.mma_owners.get(symbol))
+        value = self.emitter.expressions.value(stmt.operation.args[0])
+        return isinstance(value, AccumulatorRegisters) and value.tile_rows == WARP_TILE_ROWS
+
+    def operation(self, stmt: ast.OperationStmt) -> None:
+        words = stmt.operation.words
+        if words[0] == "fill":
+            self._fill(stmt)
+        elif words[0] == "load":
+            self._load(stmt)
+        elif words[0] == "store":
+            self._store(stmt, "transp" in words)
+        else:
+            self._execute(stmt, words[0] == "col", words[1] == "col")
+
+    def waits(self, symbol: Symbol) -> bool:
+        """Whether `symbol` is the future of a warp's `.async` MMA, which `wait` finds complete."""
+        return symbol in self.issued
+
+    def wrappers(self) -> dict[str, str]:
+        return {name: wrapper(*form) for name, form in self.forms.items()}
+
+    # ------------------------------------------------------------------ accumulators
+
+    def _fill(self, stmt: ast.OperationStmt) -> None:
+        emitter = self.emitter
+        args = stmt.operation.args
+        if stmt.result is None:
+            accumulator = self._accumulator(args[0])
+            value = emitter.expressions.operand(args[1])
+        else:
+            symbol = emitter.info.declared(stmt, stmt.result.id)
+            assert symbol is not None  # handles() found its owner
+            shape = symbol.accumulator_shape
+            if shape is None or not all(isinstance(d, int) for d in shape):
+                raise LoweringError(
+                    f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
+                    stmt,
+                )
+            rows, columns = (int(d) for d in shape)
+            elem = emitter.info.mma_owners[symbol].accumulator
+            name = emitter.names.local(symbol.name)
+            accumulator = AccumulatorRegisters(cexpr.name(name), elem, rows, columns, WARP_TILE_ROWS)
+            emitter.out.line(
+                f"{accumulator.c_type} {name}[{accumulator.registers}];  // {rows}x{columns} {elem}: "
+                f"{accumulator.tiles * columns // 8} m16n8 fragment(s) per warp, each lane its own registers"
+            )
+            emitter.bindings[symbol] = accumulator
+            value = emitter.expressions.operand(args[0])
+        fill = elements.convert(value.expr, value.type, "f32")
+        emitter.out.line(f"choreo::fill_accumulator({accumulator.name.text}, {fill.text});")
+
+    def _accumulator(self, expr: ast.Expr) -> AccumulatorRegisters:
+        value = self.emitter.expressions.value(expr)
+        if not isinstance(value, AccumulatorRegisters) or value.tile_rows != WARP_TILE_ROWS:
+            raise LoweringError("a warp's accumulator (from mma.fill) is needed here", expr)
+        return value
+
+    def _load(self, stmt: ast.OperationStmt) -> None:
+        view = self.emitter.expressions.view(stmt.operation.args[0])
+        if view.swizzle:
+            raise LoweringError(
+                f"'{view.root}' is swizzled (a TMA/WGMMA layout); a warp's MMA reads plain row-major tiles",
+                stmt,
+            )
+        symbol = self.emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
+        if symbol is None and stmt.result is not None:
+            symbol = self.emitter.info.declared(stmt, stmt.result.id)
+        if symbol is not None:
+            self.emitter.bindings[symbol] = view
+        self.emitter.out.line("// the MMA that uses this tile loads each lane's registers from it")
+
+    def _store(self, stmt: ast.OperationStmt, transposed: bool) -> None:
+        emitter = self.emitter
+        accumulator = self._accumulator(stmt.operation.args[0])
+        destination = emitter.expressions.view(stmt.operation.args[1])
+        emitter.note_written(stmt.operation.args[1])
+        dims = [d.value for d in destination.dims]
+        shape = (
+            [accumulator.columns, accumulator.rows] if transposed else [accumulator.rows, accumulator.columns]
+        )
+        if dims != shape or destination.swizzle:
+            raise LoweringError(
+                f"'{' '.join(stmt.operation.words)}' writes a {accumulator.rows}x{accumulator.columns} accumulator "
+                f"into a plain {shape[0]}x{shape[1]} tile",
+                stmt,
+            )
+        if destination.elem not in STORE_TYPES:
+            raise LoweringError(
+                f"'mma.store' converts into {', '.join(STORE_TYPES)}, not {destination.elem}", stmt
+            )
+        rows, columns = destination.strides[0], destination.strides[1]
+        if transposed:
+            rows, columns = columns, rows
+            emitter.out.line("// transposed: element (i, j) of the accumulator goes to (j, i) of the tile")
+        emitter.out.line(
+            f"choreo::store_warp_accumulator<{accumulator.tiles}, {accumulator.columns}>({accumulator.name.text}, "
+            f"{destination.start.text}, {rows.text}, {columns.text});"
+        )
+
+    # ------------------------------------------------------------------ the MMA itself
+
+    def _execute(self, stmt: ast.OperationStmt, a_transposed: bool, b_col: bool) -> None:
+        emitter, out = self.emitter, self.emitter.out
+        args = stmt.operation.args
+        accumulator = self._accumulator(args[0])
+        a, b = emitter.expressions.view(args[1]), emitter.expressions.view(args[2])
+        # (m, k) of A and (k, n) of B as element strides: `col` A is [K, M], `row` B is [N, K].
+        a_m, a_k = _strides(a, a_transposed, args[1])
+        b_k, b_n = _strides(b, not b_col, args[2])
+        m = _extent(a, 1 if a_transposed else 0)
+        k = _extent(a, 0 if a_transposed else 1)
+        n = _extent(b, 1 if b_col else 0)
+        instruction = warp_instruction(a.elem, k)
+        if instruction is None or b.elem != a.elem or accumulator.elem not in instruction.accumulators:
+            raise LoweringError(
+                f"a warp's MMA takes {', '.join(WARP_MMA)} operands of one type; here {a.elem}, {b.elem} "
+                f"into {accumulator.elem}",
+                stmt,
+            )
+        if (m, n) != (accumulator.rows, accumulator.columns):
+            raise LoweringError(
+                f"this MMA is m{m}n{n}k{k}; the accumulator is {accumulator.rows}x{accumulator.columns}", stmt
+            )
+        name = wrapper_name(instruction, accumulator.elem)
+        self.forms[name] = (instruction, accumulator.elem)
+        per_fragment = 2 if accumulator.elem == "f16" else 4
+        tiles, steps, groups = m // 16, k // instruction.k, n // 8
+        out.line(
+            f"// {instruction.ptx(accumulator.elem)}: {tiles} x {groups} fragment(s) of 16x8, "
+            f"{steps} K step(s) of {instruction.k}"
+        )
+        m_tile, k_step, n_tile = (emitter.names.fresh(word) for word in ("m_tile", "k_step", "n_tile"))
+        a_regs, b_regs = emitter.names.fresh("a_registers"), emitter.names.fresh("b_registers")
+        a_start = _offset(a.start, (m_tile, 16, a_m), (k_step, instruction.k, a_k))
+        b_start = _offset(b.start, (k_step, instruction.k, b_k), (n_tile, 8, b_n))
+        fragment = f"{accumulator.name.text} + ({m_tile} * {groups} + {n_tile}) * {per_fragment}"
+        out.line("#pragma unroll")
+        with out.block(f"for (int {m_tile} = 0; {m_tile} < {tiles}; ++{m_tile})"):
+            out.line("#pragma unroll")
+            with out.block(f"for (int {k_step} = 0; {k_step} < {steps}; ++{k_step})"):
+                out.line(
+                    f"unsigned {a_regs}[{instruction.a_registers}];  // A: rows lane / 4 and + 8, K by lane % 4"
+                )
+                out.line(
+                    f"choreo::load_mma_a<{instruction.k}>({a_regs}, {a_start.text}, {a_m.text}, {a_k.text});"
+                )
+                out.line("#pragma unroll")
+                with out.block(f"for (int {n_tile} = 0; {n_tile} < {groups}; ++{n_tile})"):
+                    out.line(
+                        f"unsigned {b_regs}[{instruction.b_registers}];  // B: column lane / 4, K rows by lane % 4"
+                    )
+                    out.line(
+                        f"choreo::load_mma_b<{instruction.k}>({b_regs}, {b_start.text}, {b_k.text}, {b_n.text});"
+                    )
+                    out.line(f"choreo::{name}({fragment}, {a_regs}, {b_regs});")
+        future = emitter.info.futures.get(id(stmt))
+        if future is not None:
+            self.issued.add(future)
+
+
+def _strides(view: View, transposed: bool, expr: ast.Expr) -> tuple[CExpr, CExpr]:
+    """The element strides of an operand's (first, second) logical dimensions; `transposed` swaps them."""
+    if len(view.dims) != 2 or view.swizzle:
+        raise LoweringError(f"a warp's MMA operand ('{view.root}') is a plain 2-D tile", expr)
+    first, second = view.strides
+    return (second, first) if transposed else (first, second)
+
+
+def _extent(view: View, axis: int) -> int:
+    value = view.dims[axis].value
+    if value is None:
+        raise LoweringError(f"a warp's MMA operand ('{view.root}') needs a size known at compile time")
+    return int(value)
+
+
+def _offset(start: CExpr, *steps: tuple[str, int, CExpr]) -> CExpr:
+    """`start` moved by `index * size` elements along each (index, size, stride)."""
+    terms = [cexpr.multiply(cexpr.name(index), cexpr.const(size), stride) for index, size, stride in steps]
+    return cexpr.add(start, *terms)
