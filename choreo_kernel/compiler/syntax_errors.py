@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from lark import Token, Tree
@@ -27,6 +28,31 @@ _TOKEN_WORDS = {
     "$END": "the end of the input",
 }
 _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "LPAR"}
+# A declaration that starts right but goes on wrong has a message of its own: (the text before the
+# token, the tokens (as written) that are the mistake there, the message with the declared name for {name}).
+_DECLARATION_MISTAKES = (
+    (
+        re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {":"},
+        "an ituple must be initialized with '=', not ':' (write 'ituple {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {";", ","},
+        "an ituple must be initialized: '{name}' has no value (write 'ituple {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {"["},
+        "no ituple array is allowed: an ituple already holds several values; give their count in its"
+        " type (write 'ituple<2> {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\bmdspan(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {"="},
+        "an mdspan must be initialized with ':', not '=' (write 'mdspan {name} : [7, 8];')",
+    ),
+)
 # The deepest syntax tree the passes take (C asks compilers for 127 nested blocks and 63 parentheses).
 MAX_NESTING = 128
 
@@ -69,6 +95,9 @@ def describe_syntax_error(
             hint = f" ('{previous}' is an element type, so it cannot name a variable)"
         message = f"syntax error: expected {expected}, found {found}{hint}"
         at_token = source_map.span(line, column, line, end_column)
+        mistake = _declaration_mistake(text, token)
+        if mistake is not None:
+            return f"syntax error: {mistake}", at_token
         missing_semicolon = "SEMICOLON" in accepted and token.type != "$END"
         after = _end_of_previous_line(text, token) if missing_semicolon else None
         if after is not None:  # a missing ';' belongs to the line before, as rustc shows it
@@ -87,6 +116,19 @@ def describe_syntax_error(
         expected = _describe_expected(error.expected, terminals)
         return f"syntax error: expected {expected}, found the end of the input", Span(1, 1, 1, 2)
     return f"syntax error: {error}", Span(error.line, error.column, error.line, error.column + 1)
+
+
+def _declaration_mistake(text: str, token: Token) -> str | None:
+    """The message of `_DECLARATION_MISTAKES` that the text before `token` and `token` make, if any."""
+    start = getattr(token, "start_pos", None)
+    if start is None:
+        return None
+    before = text[max(0, start - 200) : start]
+    for pattern, tokens, message in _DECLARATION_MISTAKES:
+        declared = pattern.search(before)
+        if declared is not None and token.value in tokens:
+            return message.format(name=declared.group("name"))
+    return None
 
 
 def _end_of_previous_line(text: str, token: Token) -> tuple[int, int] | None:
