@@ -52,6 +52,7 @@ PARSE_ONLY = re.compile(r"(^|\s)-e(\s|$)")
 FRONT_END_ONLY = re.compile(r"(^|\s)(-i|-vn|--stop-after[= ]\S+)(\s|$)")
 OTHER_TOOLS = re.compile(r"^(copp|true)\b|-t (cc|hip)\b|gfx\d|(^|\s)-E(\s|$)")
 CROQTILE_OPTIONS = ("cli/", "others/input_existance", "lit-self/")
+RUN_LINE = re.compile(r"\s*//\s*RUN:(.*)")
 POSITIVE_CHECK = re.compile(r"CHECK(?:-NEXT|-SAME|-DAG|-LABEL|-COUNT-\d+)?:(.*)")
 SUMMARY = re.compile(r"Totally \d+ errors?|Parsing failed due to syntax errors")
 SEVERITY = re.compile(r"\b(error|warning|info):")
@@ -115,7 +116,8 @@ class Result:
 
 
 def runs(text: str) -> list[str]:
-    return [line.split("RUN:", 1)[1].strip() for line in text.splitlines() if "RUN:" in line]
+    """The `// RUN:` lines (lit ignores a disabled `// 1RUN:`)."""
+    return [match.group(1).strip() for line in text.splitlines() if (match := RUN_LINE.match(line))]
 
 
 def checked(text: str) -> list[str]:

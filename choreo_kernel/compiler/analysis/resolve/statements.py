@@ -486,8 +486,12 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
 
 
 def _range_extent(item: ast.RangeItem, symbol: Symbol | None) -> Dim | None:
-    """How many iterations `foreach j(start:stop:step)` makes, where its bound and slice are constants."""
-    bound = symbol.value.bound if symbol is not None and isinstance(symbol.value, Bounded) else None
+    """How many iterations `foreach j(start:stop:step)` makes, where its bound and slice are constants;
+    for `foreach index` over a bounded ituple, its outermost loop's (the one an unroll hint unrolls)."""
+    value = symbol.value if symbol is not None else None
+    bound = value.bound if isinstance(value, Bounded) else None
+    if isinstance(value, BoundedTuple) and value.bounds:
+        bound = value.bounds[0]
     parts = [constant(part) if part is not None else None for part in (item.start, item.stop, item.step)]
     if not isinstance(bound, int) or any(
         p is None and e is not None for p, e in zip(parts, (item.start, item.stop, item.step))
