@@ -319,12 +319,25 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         self._body(stmt.body, context.enter(loops=(*context.loops, stmt)))
 
     def _stmt_InThreads(self, stmt: ast.InThreads, context: Context) -> None:
-        self._condition(stmt.condition)
+        predicate = self._expr(stmt.condition)
+        if isinstance(predicate, Bounded) or (isinstance(predicate, Scalar) and predicate.type != "bool"):
+            self.error(
+                f"'inthreads' requires a predicate expression, got {predicate.describe()}: write a comparison "
+                "of parallel variables, such as 'inthreads (t < 4)'",
+                stmt.condition.span,
+            )
+        elif not isinstance(predicate, (Scalar, Bounded, Unknown)):
+            self.error(f"a condition must be a scalar, got {predicate.describe()}", stmt.condition.span)
         if not context.in_parallel:
-            self.error("'inthreads' must be inside a parallel: its predicate selects threads", stmt.span)
+            self.error(
+                "'inthreads' cannot be declared in the global scope (outside every parallel): its predicate "
+                "selects threads, so it must be inside a parallel",
+                stmt.span,
+            )
         elif not any(symbol.origin == "parallel" for symbol in self._symbols_in(stmt.condition)):
             self.error(
-                "the predicate of 'inthreads' must depend on parallel variables (it selects threads)",
+                "the predicate of 'inthreads' must be divergent: it must depend on parallel variables (it "
+                "selects threads; a predicate the same for every thread is an 'if')",
                 stmt.condition.span,
             )
         if stmt.is_async and context.in_inthreads:
