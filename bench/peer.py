@@ -67,6 +67,8 @@ FILLER = frozenset(
     [
         "error",
         "errors",
+        "warning",
+        "info",
         "with",
         "that",
         "this",

@@ -326,9 +326,9 @@ class AsyncFlow(ForwardFlow[State]):
         """Async work must be named: an unnamed future can never be waited or bound."""
         if info.is_async and info.kind != "placeholder":
             self.sink.error(
-                f"the future of this '{stmt.operation.text}' has no name, so it can never be waited or bound "
-                f"and nothing can safely read its result: name it ('f = {stmt.operation.text} ...; wait f;') "
-                "or drop '.async'",
+                f"the future of this '{stmt.operation.text}' has no name: an async operation without a named "
+                "future is forbidden, since it can never be waited or bound to an event and nothing can safely "
+                f"read its result: name it ('f = {stmt.operation.text} ...; wait f;') or drop '.async'",
                 stmt.span,
             )
 
