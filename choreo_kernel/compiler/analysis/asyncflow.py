@@ -447,8 +447,8 @@ class AsyncFlow(ForwardFlow[State]):
                 )
             elif kind == "tma-store":
                 self.sink.error(
-                    f"'trigger {event} after {name}': '{name}' is a TMA store (shared to global); only "
-                    f"global-to-shared TMA loads can complete an event; {instead}",
+                    f"'trigger {event} after {name}': '{name}' is a TMA store future (shared to global), which "
+                    f"has no mbarrier completion; only global-to-shared TMA loads can complete an event; {instead}",
                     stmt.span,
                 )
             elif kind == "dma":

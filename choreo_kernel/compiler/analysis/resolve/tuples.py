@@ -31,6 +31,7 @@ from choreo_kernel.compiler.analysis.values import (
     Unknown,
     Value,
 )
+from choreo_kernel.compiler.printer import expression
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,17 @@ class TupleRules(ResolverBase):
         self._check_extents(bounds, extent, "a bound")
         return bounds
 
-    def _check_extents(self, dims: tuple[Dim, ...], where: ast.Node, what: str, first: int = 0) -> None:
+    def _check_extents(self, dims: tuple[Dim, ...], where: ast.Expr, what: str, first: int = 0) -> None:
         """Extents (and bounds) known at compile time must be positive; `first` is the position of the
         first of `dims`."""
         for position, dim in enumerate(dims, first):
-            if isinstance(dim, int) and dim <= 0:
+            if dim == 0:
+                self.error(
+                    f"a zero value is deduced for dimension {position} of the mdspan '{expression(where)}': "
+                    f"{what} must be positive",
+                    where.span,
+                )
+            elif isinstance(dim, int) and dim < 0:
                 self.error(
                     f"the mdspan size {dim} of dimension {position} is invalid: {what} must be positive",
                     where.span,
