@@ -74,7 +74,14 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                 data, tuple(self._positive_count(d, "buffer array size") for d in stmt.array_dims)
             )
         for item in stmt.init or ():
-            self._expr(item)
+            fill = self._expr(item)
+            if not isinstance(fill, (Scalar, Bounded, Unknown)):
+                self.error(
+                    f"'{stmt.name}' is declared as a buffer but its initializer '{expression(item)}' is "
+                    f"{fill.describe()}, not a scalar: '{{v}}' fills every element with one value (copy data "
+                    f"in with 'dma.copy {expression(item)} => {stmt.name};')",
+                    item.span,
+                )
         self._declare(
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
         )
