@@ -29,7 +29,8 @@ _TOKEN_WORDS = {
 }
 _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "LPAR"}
 # A declaration that starts right but goes on wrong has a message of its own: (the text before the
-# token, the tokens (as written) that are the mistake there, the message with the declared name for {name}).
+# token, the tokens (as written) that are the mistake there, the message with the declared name for {name}); and
+# a construct of Croqtile's that this compiler does not have, which the grammar cannot read.
 _DECLARATION_MISTAKES = (
     (
         re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
@@ -46,6 +47,12 @@ _DECLARATION_MISTAKES = (
         {"["},
         "no ituple array is allowed: an ituple already holds several values; give their count in its"
         " type (write 'ituple<2> {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\.(?P<at>(?P<name>map|remap))\s*<[^<>;]*>\s*\([^();]*$"),
+        {",", ")"},
+        "explicit memory mapping ('.{name}<...>(...)') is not supported by this target: copy the data where"
+        " it is needed with 'dma.copy SRC => local;' (or '=> shared')",
     ),
     (
         re.compile(r"\bmdspan(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
@@ -97,7 +104,12 @@ def describe_syntax_error(
         at_token = source_map.span(line, column, line, end_column)
         mistake = _declaration_mistake(text, token)
         if mistake is not None:
-            return f"syntax error: {mistake}", at_token
+            message, start = mistake
+            if start is None:
+                return f"syntax error: {message}", at_token
+            line_start = text.rfind("\n", 0, start) + 1
+            at = (text.count("\n", 0, start) + 1, start - line_start + 1)
+            return f"syntax error: {message}", source_map.span(*at, line, end_column)
         missing_semicolon = "SEMICOLON" in accepted and token.type != "$END"
         after = _end_of_previous_line(text, token) if missing_semicolon else None
         if after is not None:  # a missing ';' belongs to the line before, as rustc shows it
@@ -118,16 +130,19 @@ def describe_syntax_error(
     return f"syntax error: {error}", Span(error.line, error.column, error.line, error.column + 1)
 
 
-def _declaration_mistake(text: str, token: Token) -> str | None:
-    """The message of `_DECLARATION_MISTAKES` that the text before `token` and `token` make, if any."""
+def _declaration_mistake(text: str, token: Token) -> tuple[str, int | None] | None:
+    """The message of `_DECLARATION_MISTAKES` that the text before `token` and `token` make, if any, and
+    where in `text` the construct starts when the message belongs there (a pattern's group `at`)."""
     start = getattr(token, "start_pos", None)
     if start is None:
         return None
-    before = text[max(0, start - 200) : start]
+    offset = max(0, start - 200)
+    before = text[offset:start]
     for pattern, tokens, message in _DECLARATION_MISTAKES:
         declared = pattern.search(before)
         if declared is not None and token.value in tokens:
-            return message.format(name=declared.group("name"))
+            at = offset + declared.start("at") if "at" in pattern.groupindex else None
+            return message.format(name=declared.group("name")), at
     return None
 
 
