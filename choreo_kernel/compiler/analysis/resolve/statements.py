@@ -371,6 +371,14 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         if self.return_type.name == "void":
             self.error("a 'void' function cannot return a value", stmt.value.span)
             return
+        kind = self._unreturnable(stmt.value, value)
+        if kind is not None:
+            self.error(
+                f"returning '{expression(stmt.value)}', {kind}, is not supported: a __co__ function returns "
+                "spanned data or a scalar value",
+                stmt.value.span,
+            )
+            return
         if isinstance(value, Future) and not value.is_data:
             return
         if self.return_type.name != "auto" and self.return_type.shape is not None:
@@ -394,6 +402,18 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                 self.error(
                     f"a function returning spanned data cannot return {value.describe()}", stmt.value.span
                 )
+
+    def _unreturnable(self, expr: ast.Expr, value: Value) -> str | None:
+        """What `return expr` would hand the host that it cannot hold: compile-time tuples and
+        bounded (loop or parallel) variables, and a placeholder future, which stands for no data."""
+        if isinstance(value, ITuple):
+            return "an ituple"
+        if isinstance(value, BoundedTuple | Bounded):
+            return f"a bounded variable ({value.describe()})"
+        symbol = self._symbol_of_name(expr) if isinstance(value, Future) else None
+        if symbol is not None and symbol.future is not None and symbol.future.kind == "placeholder":
+            return "the placeholder future of a 'dma.any'"
+        return None
 
     def _stmt_Break(self, stmt: ast.Break, context: Context) -> None:
         if not context.loops:
