@@ -73,6 +73,8 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             value = BufferArray(
                 data, tuple(self._positive_count(d, "buffer array size") for d in stmt.array_dims)
             )
+        if storage in (Storage.SHARED, Storage.LOCAL):
+            self._check_fixed_extents(stmt, storage)
         for item in stmt.init or ():
             fill = self._expr(item)
             if not isinstance(fill, (Scalar, Bounded, Unknown)):
@@ -85,6 +87,29 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         self._declare(
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
         )
+
+    def _check_fixed_extents(self, stmt: ast.BufferDecl, storage: Storage) -> None:
+        """A shared or local buffer is allocated once for its block or thread: its extents cannot follow a
+        parallel, foreach or with variable, which takes another value in each instance and iteration."""
+        owner = "block" if storage == Storage.SHARED else "thread"
+        for what, items in (("dimension", stmt.shape), ("array size", stmt.array_dims)):
+            for item in items:
+                varying = next(
+                    (
+                        symbol
+                        for symbol in self._symbols_in(item)
+                        if isinstance(symbol.value, Bounded | BoundedTuple)
+                    ),
+                    None,
+                )
+                if varying is not None:
+                    self.error(
+                        f"the {what} '{expression(item)}' of {storage} buffer '{stmt.name}' is a bounded value "
+                        f"('{varying.name}' is {varying.value.describe()}), which changes between instances and "
+                        f"iterations: a {storage} buffer is allocated once per {owner}, so its extents must be "
+                        "constant integer values (a number or a #define)",
+                        item.span,
+                    )
 
     def _stmt_ScalarDecl(self, stmt: ast.ScalarDecl, context: Context) -> None:
         if stmt.storage == Storage.SHARED and not context.in_block:
