@@ -149,9 +149,14 @@ def classify(relative: str, text: str) -> str | None:
     return "compile"
 
 
-def defines_of(text: str) -> dict[str, object]:
+def defines_of(text: str, kind: str = "compile") -> dict[str, object]:
+    """The `-D` defines of the RUN lines; for a must-fail file, of the lines whose FileCheck reads the
+    plain CHECK lines (the ones judged) when some do and others use a `--check-prefix` of their own."""
+    lines = runs(text)
+    if kind == "must-fail":
+        lines = [line for line in lines if "check-prefix" not in line] or lines
     defines: dict[str, object] = {}
-    for line in runs(text):
+    for line in lines:
         for name, value in re.findall(r"-D(\w+)(?:=(\S+))?", line):
             try:
                 defines[name] = int(value, 0) if value else 1
@@ -170,7 +175,7 @@ def expected_messages(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    return re.sub(r"(ations?|ing|ed|es|ly|s)$", "", word) if len(word) > 5 else word
+    return re.sub(r"(ations?|ing|ed|es|ly|e|s)$", "", word) if len(word) > 5 else word
 
 
 def significant(text: str) -> set[str]:
@@ -246,7 +251,7 @@ def same_reason(expected: list[str], errors: list[Diagnostic]) -> bool:
 
 def measure(path: Path, relative: str, kind: str) -> Result:
     text = path.read_text(encoding="utf-8", errors="replace")
-    result = Result(relative, kind, defines=defines_of(text))
+    result = Result(relative, kind, defines=defines_of(text, kind))
     try:
         analysis = analyze(text, result.defines or None, "cuda", filename=path.name)
     except Exception as error:  # an internal error is a result too

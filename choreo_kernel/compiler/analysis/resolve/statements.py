@@ -467,6 +467,18 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                     return
                 if isinstance(value, Scalar) and value.type in INT_TYPES:
                     value = Scalar(value.type, value.const)
+                placeholder = self._symbol_of_name(stmt.value) if isinstance(value, Future) else None
+                if (
+                    placeholder is not None
+                    and placeholder.future is not None
+                    and placeholder.future.kind == "placeholder"
+                ):
+                    self.error(
+                        f"'{target.id}' cannot be initialized with the placeholder '{placeholder.name}': a "
+                        "placeholder ('dma.any') holds no data until a copy is named by it; name the copy's "
+                        f"future directly ('{target.id} = dma.copy.async ...;')",
+                        stmt.value.span,
+                    )
                 if isinstance(value, ITuple | Shape):
                     self._check_immutable_parts(target.id, stmt.value)
                 self._declare(
@@ -518,6 +530,7 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             if expr.callee.id == "rotate" and len(expr.args) < 2:
                 self.error("'rotate' takes two or more futures", expr.span)
             self._check_rotation_scopes(expr)
+            self._check_rotation_kinds(expr)
             return
         reported = len(self.sink.diagnostics)
         self._expr(expr)
