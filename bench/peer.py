@@ -11,7 +11,7 @@ is put in one class from its `// RUN:` lines:
   Bison's "syntax error, unexpected X, expecting A or B" by a syntax error of ours that found X
   and expected A and B; a bare "syntax error" by ours saying the construct is not in the grammar;
   a location (`file:line.col: error:`) by an error of ours there; any other message when the
-  symbols the first one quotes (`M') appear in our errors and its words (names, numbers, and
+  names the first one quotes (`M', or 'x' that the program has) appear in our errors and its words (names, numbers, and
   words of four or more letters that are not filler, compared by stem, so that `exact` meets
   `exactly`) mostly do. Files that test Croqtile's own command-line options or tools, or CHECK
   what its `-pa=PASS` prints, are left out (listed).
@@ -64,8 +64,13 @@ OURS_SYNTAX = re.compile(r"syntax error: expected (?P<expected>.+), found (?P<fo
 LOCATION = re.compile(r"(?:(?P<file>[\w.-]+):)?(?P<line>\d+)\.(?P<column>\d+): error:")
 # What says that a construct is not in the grammar, as Croqtile's bare "syntax error" does.
 NOT_IN_GRAMMAR = re.compile(r"^syntax error|^unknown operation|is not (part of the language|an operation)")
-# A symbol as Croqtile quotes it, `M': ours must name the symbols of the first message too.
-QUOTED_NAME = re.compile(r"`(?P<name>[A-Za-z_]\w*)'")
+# A name the first message quotes, `M' (Croqtile's symbols) or 'x' where the program has that name and it
+# is not a word of the language: ours must name it too.
+QUOTED_NAME = re.compile(r"[`'](?P<name>[A-Za-z_]\w*)'")
+LANGUAGE_WORD = re.compile(
+    r"((b|t)?f|s|u)\d+(_\w+)?|bool|int|float|double|half|local|shared|global|block|thread|group|parallel"
+    r"|within|with|foreach|inthreads|unknown|from|to|wait|trigger|swap|rotate|select|dma|tma|mma|auto|void"
+)
 FILLER = frozenset(
     [
         "error",
@@ -223,7 +228,18 @@ def _at_location(message: str, errors: list[Diagnostic]) -> bool:
     )
 
 
-def same_reason(expected: list[str], errors: list[Diagnostic]) -> bool:
+def _names(message: str, source: str) -> set[str]:
+    """The names `message` quotes that ours must name too (see QUOTED_NAME)."""
+    return {
+        name
+        for match in QUOTED_NAME.finditer(message)
+        if (name := match.group("name"))
+        and (match.group(0).startswith("`") or re.search(rf"\b{name}\b", source))
+        and not LANGUAGE_WORD.fullmatch(name)
+    }
+
+
+def same_reason(expected: list[str], errors: list[Diagnostic], source: str = "") -> bool:
     """Each CHECKed message is met by our errors (the module's docstring says how)."""
     worded: list[str] = []
     for message in expected:
@@ -240,7 +256,7 @@ def same_reason(expected: list[str], errors: list[Diagnostic]) -> bool:
         else:
             worded.append(message)
     text = " ".join(error.full_message for error in errors)
-    names = {match.group("name") for match in QUOTED_NAME.finditer(worded[0] if worded else "")}
+    names = _names(worded[0], source) if worded else set()
     if not all(re.search(rf"\b{re.escape(name)}\b", text) for name in names):
         return False
     wanted = significant(" ".join(worded))
@@ -267,7 +283,7 @@ def measure(path: Path, relative: str, kind: str) -> Result:
         result.checked = bool(errors)
         expected = expected_messages(text)
         result.expected = " | ".join(expected)
-        result.same_reason = result.checked and same_reason(expected, errors)
+        result.same_reason = result.checked and same_reason(expected, errors, text)
         result.problem = errors[0].message if errors else "accepted"
         return result
     result.checked = not errors

@@ -220,8 +220,11 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             entered.append(LevelScope(level, product(counts), clause))
             variables = clause.variables.names if clause.variables else ()
             if clause.variables is not None and len(variables) != len(counts):
+                named = ", ".join(f"'{variable.id}'" for variable in variables)
                 self.error(
-                    f"{len(variables)} parallel variable(s) but {len(counts)} count(s)", clause.variables.span
+                    f"{len(variables)} parallel variable(s) ({named}) but {len(counts)} count(s): each parallel "
+                    "variable is assigned one bound, so name one per count ('{i, j} by [4, 8]')",
+                    clause.variables.span,
                 )
             for variable, count in zip(variables, counts):
                 names.append((variable, Bounded(count), stmt))
