@@ -110,8 +110,8 @@ class TupleRules(ResolverBase):
         for position, dim in enumerate(dims, first):
             if dim == 0:
                 self.error(
-                    f"a zero value is deduced for dimension {position} of the mdspan '{expression(where)}': "
-                    f"{what} must be positive",
+                    f"the mdspan size of dimension {position} is deduced as 0 (a zero value) from "
+                    f"'{expression(where)}': {what} must be positive",
                     where.span,
                 )
             elif isinstance(dim, int) and dim < 0:
