@@ -12,6 +12,7 @@ from choreo_kernel.compiler.analysis.resolve.parameters import ParameterRules
 from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
 from choreo_kernel.compiler.analysis.scope import Context, LevelScope
 from choreo_kernel.compiler.analysis.values import (
+    ELEMENT_BYTES,
     FLOAT_TYPES,
     INT_TYPES,
     UNKNOWN,
@@ -52,6 +53,37 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         self.sink.warning(f"this {stmt.what} is ignored by this compiler", stmt.span)
         if stmt.inner is not None:
             self._statement(stmt.inner, context)
+        for attribute in stmt.attributes:
+            if attribute.name == "schedule" and isinstance(stmt.inner, ast.OperationStmt):
+                self._check_mma_schedule(attribute, stmt.inner)
+
+    def _check_mma_schedule(self, attribute: ast.Attribute, stmt: ast.OperationStmt) -> None:
+        """`[[schedule(k_tiles(i, ...))]] mma...` orders the MMA's K tiles (of 32 bytes each): the order
+        names each tile once. This compiler issues them in order, but a malformed order is a mistake."""
+        operation = stmt.operation
+        for item in attribute.args:
+            if not (
+                isinstance(item, ast.Call)
+                and isinstance(item.callee, ast.Name)
+                and item.callee.id == "k_tiles"
+            ):
+                continue
+            order = [constant(arg) for arg in item.args]
+            operand = self._symbol_of_name(operation.args[1]) if len(operation.args) == 3 else None
+            data = operand.value if operand is not None else None
+            tiles = len(order)
+            if isinstance(data, Data) and len(data.dims) == 2 and operation.family == "mma":
+                k = data.dims[1] if operation.words[:1] == ["row"] else data.dims[0]
+                if isinstance(k, int):
+                    tiles = k * ELEMENT_BYTES.get(data.elem, 2) // 32
+            indices = [index for index in order if isinstance(index, int)]
+            if len(indices) != len(order) or sorted(indices) != list(range(tiles)):
+                written = ", ".join(expression(arg) for arg in item.args)
+                self.error(
+                    f"the MMA k_tiles schedule must be a permutation of [0, {tiles}) (each K tile of "
+                    f"'{operation.text}' once), got k_tiles({written})",
+                    item.span,
+                )
 
     def _stmt_BufferDecl(self, stmt: ast.BufferDecl, context: Context) -> None:
         if stmt.storage == "frag":
