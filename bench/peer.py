@@ -11,10 +11,10 @@ is put in one class from its `// RUN:` lines:
   Bison's "syntax error, unexpected X, expecting A or B" by a syntax error of ours that found X
   and expected A and B; a bare "syntax error" by ours saying the construct is not in the grammar;
   a location (`file:line.col: error:`) by an error of ours there; any other message when the
-  names the first one quotes (`M', or 'x' that the program has) appear in our errors and its words (names, numbers, and
-  words of four or more letters that are not filler, compared by stem, so that `exact` meets
-  `exactly`) mostly do. Files that test Croqtile's own command-line options or tools, or CHECK
-  what its `-pa=PASS` prints, are left out (listed).
+  names the first one quotes (`M', or 'x' that the program has) appear in our errors and its
+  words (names, numbers, and words of four or more letters that are not filler, compared by
+  stem, so that `exact` meets `exactly`) mostly do. Files that test Croqtile's own command-line
+  options or tools, or CHECK what its `-pa=PASS` prints, are left out (listed).
 - compile: every other file whose RUN lines run `choreo` for CUDA (the default target, `-t cute`,
   `-arch=sm_*`, `-gs`): check passes (no error), emit writes CUDA, and with --nvcc, nvcc builds an
   sm_90a cubin from it. Preprocessor-only runs (-E), other targets (-t cc, hip) and other tools
