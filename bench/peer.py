@@ -5,11 +5,16 @@
 
 Reads the suite where it lies and copies nothing. Each `.co` file (tests/amdgpu is out of scope)
 is put in one class from its `// RUN:` lines:
-- must-fail: a RUN line starts with `not `, or runs with `2>&1` and CHECKs an error message. Counted
-  as rejected when `ck.check` (target cuda) reports an error, and as "the same reason" when the
-  words of the CHECKed message (names, numbers, and words of four or more letters that are not
-  filler) mostly appear in our errors. Files that test Croqtile's own command-line options or
-  tools are left out (listed).
+- must-fail: a RUN line starts with `not `, or runs with `2>&1` and CHECKs (CHECK-NOT expects
+  nothing) an error message. Counted as rejected when `ck.check` (target cuda) reports an error,
+  and as "the same reason" (`same_reason`) when each CHECKed message is matched by our errors:
+  Bison's "syntax error, unexpected X, expecting A or B" by a syntax error of ours that found X
+  and expected A and B; a bare "syntax error" by ours saying the construct is not in the grammar;
+  a location (`file:line.col: error:`) by an error of ours there; any other message when the
+  names the first one quotes (`M', or 'x' that the program has) appear in our errors and its
+  words (names, numbers, and words of four or more letters that are not filler, compared by
+  stem, so that `exact` meets `exactly`) mostly do. Files that test Croqtile's own command-line
+  options or tools, or CHECK what its `-pa=PASS` prints, are left out (listed).
 - compile: every other file whose RUN lines run `choreo` for CUDA (the default target, `-t cute`,
   `-arch=sm_*`, `-gs`): check passes (no error), emit writes CUDA, and with --nvcc, nvcc builds an
   sm_90a cubin from it. Preprocessor-only runs (-E), other targets (-t cc, hip) and other tools
@@ -41,16 +46,37 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from choreo_kernel.compiler.cuda import emit_program  # noqa: E402
+from choreo_kernel.compiler.diagnostics import Diagnostic  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
 
 PARSE_ONLY = re.compile(r"(^|\s)-e(\s|$)")
 FRONT_END_ONLY = re.compile(r"(^|\s)(-i|-vn|--stop-after[= ]\S+)(\s|$)")
 OTHER_TOOLS = re.compile(r"^(copp|true)\b|-t (cc|hip)\b|gfx\d|(^|\s)-E(\s|$)")
+# `-pa=PASS` prints what one of Croqtile's passes found (its "Active Threads: ..." lines): its own tooling.
+PRINTS_ANALYSIS = re.compile(r"(^|\s)-pa=\S+")
 CROQTILE_OPTIONS = ("cli/", "others/input_existance", "lit-self/")
+RUN_LINE = re.compile(r"\s*//\s*RUN:(.*)")
+POSITIVE_CHECK = re.compile(r"CHECK(?:-NEXT|-SAME|-DAG|-LABEL|-COUNT-\d+)?:(.*)")
+SUMMARY = re.compile(r"Totally \d+ errors?|Parsing failed due to syntax errors")
+SEVERITY = re.compile(r"\b(error|warning|info):")
+BISON = re.compile(r"syntax error, unexpected(?: (?P<found>\S+?))?(?:, expecting (?P<expecting>.+?))?\s*$")
+OURS_SYNTAX = re.compile(r"syntax error: expected (?P<expected>.+), found (?P<found>.+?)(?: \(.*)?$")
+LOCATION = re.compile(r"(?:(?P<file>[\w.-]+):)?(?P<line>\d+)\.(?P<column>\d+): error:")
+# What says that a construct is not in the grammar, as Croqtile's bare "syntax error" does.
+NOT_IN_GRAMMAR = re.compile(r"^syntax error|^unknown operation|is not (part of the language|an operation)")
+# A name the first message quotes, `M' (Croqtile's symbols) or 'x' where the program has that name and it
+# is not a word of the language: ours must name it too.
+QUOTED_NAME = re.compile(r"[`'](?P<name>[A-Za-z_]\w*)'")
+LANGUAGE_WORD = re.compile(
+    r"((b|t)?f|s|u)\d+(_\w+)?|bool|int|float|double|half|local|shared|global|block|thread|group|parallel"
+    r"|within|with|foreach|inthreads|unknown|from|to|wait|trigger|swap|rotate|select|dma|tma|mma|auto|void"
+)
 FILLER = frozenset(
     [
         "error",
         "errors",
+        "warning",
+        "info",
         "with",
         "that",
         "this",
@@ -100,18 +126,25 @@ class Result:
 
 
 def runs(text: str) -> list[str]:
-    return [line.split("RUN:", 1)[1].strip() for line in text.splitlines() if "RUN:" in line]
+    """The `// RUN:` lines (lit ignores a disabled `// 1RUN:`)."""
+    return [match.group(1).strip() for line in text.splitlines() if (match := RUN_LINE.match(line))]
+
+
+def checked(text: str) -> list[str]:
+    """What the positive CHECK lines expect (CHECK-NOT and CHECK-EMPTY lines expect nothing)."""
+    return [match.group(1).strip() for line in text.splitlines() if (match := POSITIVE_CHECK.search(line))]
 
 
 def classify(relative: str, text: str) -> str | None:
     lines = runs(text)
     if not lines or relative.startswith("amdgpu/"):
         return None
-    checks = [line for line in text.splitlines() if "CHECK" in line]
+    checks = checked(text)
     if any(line.startswith("not ") for line in lines) or (
         any("2>&1" in line for line in lines) and any(re.search(r"\berror\b", c, re.I) for c in checks)
     ):
-        return None if relative.startswith(CROQTILE_OPTIONS) else "must-fail"
+        printing = all(PRINTS_ANALYSIS.search(line) for line in lines)
+        return None if relative.startswith(CROQTILE_OPTIONS) or printing else "must-fail"
     if any(OTHER_TOOLS.search(line) for line in lines):
         return None
     if all(PARSE_ONLY.search(line) for line in lines):
@@ -121,9 +154,14 @@ def classify(relative: str, text: str) -> str | None:
     return "compile"
 
 
-def defines_of(text: str) -> dict[str, object]:
+def defines_of(text: str, kind: str = "compile") -> dict[str, object]:
+    """The `-D` defines of the RUN lines; for a must-fail file, of the lines whose FileCheck reads the
+    plain CHECK lines (the ones judged) when some do and others use a `--check-prefix` of their own."""
+    lines = runs(text)
+    if kind == "must-fail":
+        lines = [line for line in lines if "check-prefix" not in line] or lines
     defines: dict[str, object] = {}
-    for line in runs(text):
+    for line in lines:
         for name, value in re.findall(r"-D(\w+)(?:=(\S+))?", line):
             try:
                 defines[name] = int(value, 0) if value else 1
@@ -132,30 +170,104 @@ def defines_of(text: str) -> dict[str, object]:
     return defines
 
 
-def expected_message(text: str) -> str:
-    messages = [
-        re.sub(r"^.*?CHECK[\w-]*:\s*", "", line).strip()
-        for line in text.splitlines()
-        if "CHECK" in line and "Totally" not in line
-    ]
-    return " | ".join(m for m in messages if m)
+def expected_messages(text: str) -> list[str]:
+    """The CHECKed diagnostics: the lines that name a severity when some do (the others are the
+    excerpt and its caret), without Croqtile's closing counts ("Totally 2 errors ...") and without
+    FileCheck's patterns (`{{[0-9]+}}`)."""
+    lines = [re.sub(r"\{\{.*?\}\}", " ", line) for line in checked(text) if line and not SUMMARY.search(line)]
+    messages = [line for line in lines if SEVERITY.search(line)]
+    return messages or lines
+
+
+def stem(word: str) -> str:
+    return re.sub(r"(ations?|ing|ed|es|ly|e|s)$", "", word) if len(word) > 5 else word
 
 
 def significant(text: str) -> set[str]:
     words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]{3,}|\d+", text.lower()))
-    return {word for word in words if word not in FILLER}
+    return {stem(word) for word in words if word not in FILLER}
 
 
-def same_reason(expected: str, ours: str) -> bool:
-    wanted = significant(expected)
+def _bison_token(token: str) -> str:
+    """How our syntax errors name a token of Croqtile's Bison messages."""
+    token = token.strip().strip('"')
+    return {"IDENTIFIER": "a name", "NUM": "an integer"}.get(token, f"'{token}'")
+
+
+def _same_syntax_error(message: str, errors: list[Diagnostic]) -> bool:
+    """Bison's "syntax error, unexpected X, expecting A or B" against ours, "syntax error: expected
+    A or B, found X": the same token found, and every token Bison expected among ours."""
+    bison = BISON.search(message)
+    assert bison is not None
+    found, expecting = bison.group("found"), bison.group("expecting")
+    for error in errors:
+        ours = OURS_SYNTAX.match(error.message)
+        if ours is None:
+            continue
+        if found and found != "IDENTIFIER" and ours.group("found") != _bison_token(found):
+            continue
+        if found == "IDENTIFIER" and not re.fullmatch(r"'[A-Za-z_]\w*'", ours.group("found")):
+            continue
+        wanted = [_bison_token(t) for t in re.split(r"\s+or\s+", expecting or "") if t.strip()]
+        if all(token in ours.group("expected") for token in wanted):
+            return True
+    return False
+
+
+def _at_location(message: str, errors: list[Diagnostic]) -> bool:
+    """Croqtile's `file:line.col: error:` against where ours are: the same line (and file), the
+    column within our span (Croqtile points at a token's end, we underline the token)."""
+    where = LOCATION.search(message)
+    assert where is not None
+    line, column = int(where.group("line")), int(where.group("column"))
+    return any(
+        error.line == line
+        and error.column <= column <= error.end_column
+        and where.group("file") in (None, error.span.file)
+        for error in errors
+    )
+
+
+def _names(message: str, source: str) -> set[str]:
+    """The names `message` quotes that ours must name too (see QUOTED_NAME)."""
+    return {
+        name
+        for match in QUOTED_NAME.finditer(message)
+        if (name := match.group("name"))
+        and (match.group(0).startswith("`") or re.search(rf"\b{name}\b", source))
+        and not LANGUAGE_WORD.fullmatch(name)
+    }
+
+
+def same_reason(expected: list[str], errors: list[Diagnostic], source: str = "") -> bool:
+    """Each CHECKed message is met by our errors (the module's docstring says how)."""
+    worded: list[str] = []
+    for message in expected:
+        text = re.sub(r"^\s*(error|warning|info):\s*", "", message)
+        if BISON.search(message):
+            if not _same_syntax_error(message, errors):
+                return False
+        elif LOCATION.search(message):
+            if not _at_location(message, errors):
+                return False
+        elif text.rstrip(".") == "syntax error":
+            if not any(NOT_IN_GRAMMAR.search(error.message) for error in errors):
+                return False
+        else:
+            worded.append(message)
+    text = " ".join(error.full_message for error in errors)
+    names = _names(worded[0], source) if worded else set()
+    if not all(re.search(rf"\b{re.escape(name)}\b", text) for name in names):
+        return False
+    wanted = significant(" ".join(worded))
     if not wanted:
         return True
-    return len(wanted & significant(ours)) >= max(1, round(0.4 * len(wanted)))
+    return len(wanted & significant(text)) >= max(1, round(0.4 * len(wanted)))
 
 
 def measure(path: Path, relative: str, kind: str) -> Result:
     text = path.read_text(encoding="utf-8", errors="replace")
-    result = Result(relative, kind, defines=defines_of(text))
+    result = Result(relative, kind, defines=defines_of(text, kind))
     try:
         analysis = analyze(text, result.defines or None, "cuda", filename=path.name)
     except Exception as error:  # an internal error is a result too
@@ -169,9 +281,9 @@ def measure(path: Path, relative: str, kind: str) -> Result:
         errors = [d for d in errors if id(d) not in lowering]
     if kind == "must-fail":
         result.checked = bool(errors)
-        result.expected = expected_message(text)
-        ours = " ".join(d.full_message for d in errors)
-        result.same_reason = result.checked and same_reason(result.expected, ours)
+        expected = expected_messages(text)
+        result.expected = " | ".join(expected)
+        result.same_reason = result.checked and same_reason(expected, errors, text)
         result.problem = errors[0].message if errors else "accepted"
         return result
     result.checked = not errors

@@ -501,10 +501,12 @@ class Empty(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class Unsupported(Stmt):
-    """A construct of the wider Choreo language that this compiler parses but does not run."""
+    """A construct of the wider Choreo language that this compiler parses but does not run; for an
+    attribute (`[[schedule(...)]] stmt`), its items, which the analysis still checks for mistakes."""
 
     what: str
     inner: Stmt | None = None
+    attributes: tuple[Attribute, ...] = ()
 
 
 # -------------------------------------------------------- device code: inline assembly

@@ -273,7 +273,7 @@ class _AstBuilder(SignatureRules):
             )
             return inner_stmt
         return ast.Unsupported(
-            span, "attribute", inner_stmt
+            span, "attribute", inner_stmt, attributes
         )  # another statement's hint: left, with a warning
 
     def _attribute(self, expr: ast.Expr) -> ast.Attribute | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from lark import Token, Tree
@@ -27,6 +28,38 @@ _TOKEN_WORDS = {
     "$END": "the end of the input",
 }
 _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "LPAR"}
+# A declaration that starts right but goes on wrong has a message of its own: (the text before the
+# token, the tokens (as written) that are the mistake there, the message with the declared name for {name}); and
+# a construct of Croqtile's that this compiler does not have, which the grammar cannot read.
+_DECLARATION_MISTAKES = (
+    (
+        re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {":"},
+        "an ituple must be initialized with '=', not ':' (write 'ituple {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {";", ","},
+        "an ituple must be initialized: '{name}' has no value (write 'ituple {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\bituple(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {"["},
+        "no ituple array is allowed: an ituple already holds several values; give their count in its"
+        " type (write 'ituple<2> {name} = {{7, 8}};')",
+    ),
+    (
+        re.compile(r"\.(?P<at>(?P<name>map|remap))\s*<[^<>;]*>\s*\([^();]*$"),
+        {",", ")"},
+        "explicit memory mapping ('.{name}<...>(...)') is not supported by this target: copy the data where"
+        " it is needed with 'dma.copy SRC => local;' (or '=> shared')",
+    ),
+    (
+        re.compile(r"\bmdspan(?:\s*<\s*\d+\s*>)?\s+(?P<name>[A-Za-z_]\w*)\s*$"),
+        {"="},
+        "an mdspan must be initialized with ':', not '=' (write 'mdspan {name} : [7, 8];')",
+    ),
+)
 # The deepest syntax tree the passes take (C asks compilers for 127 nested blocks and 63 parentheses).
 MAX_NESTING = 128
 
@@ -69,6 +102,14 @@ def describe_syntax_error(
             hint = f" ('{previous}' is an element type, so it cannot name a variable)"
         message = f"syntax error: expected {expected}, found {found}{hint}"
         at_token = source_map.span(line, column, line, end_column)
+        mistake = _declaration_mistake(text, token)
+        if mistake is not None:
+            message, start = mistake
+            if start is None:
+                return f"syntax error: {message}", at_token
+            line_start = text.rfind("\n", 0, start) + 1
+            at = (text.count("\n", 0, start) + 1, start - line_start + 1)
+            return f"syntax error: {message}", source_map.span(*at, line, end_column)
         missing_semicolon = "SEMICOLON" in accepted and token.type != "$END"
         after = _end_of_previous_line(text, token) if missing_semicolon else None
         if after is not None:  # a missing ';' belongs to the line before, as rustc shows it
@@ -87,6 +128,22 @@ def describe_syntax_error(
         expected = _describe_expected(error.expected, terminals)
         return f"syntax error: expected {expected}, found the end of the input", Span(1, 1, 1, 2)
     return f"syntax error: {error}", Span(error.line, error.column, error.line, error.column + 1)
+
+
+def _declaration_mistake(text: str, token: Token) -> tuple[str, int | None] | None:
+    """The message of `_DECLARATION_MISTAKES` that the text before `token` and `token` make, if any, and
+    where in `text` the construct starts when the message belongs there (a pattern's group `at`)."""
+    start = getattr(token, "start_pos", None)
+    if start is None:
+        return None
+    offset = max(0, start - 200)
+    before = text[offset:start]
+    for pattern, tokens, message in _DECLARATION_MISTAKES:
+        declared = pattern.search(before)
+        if declared is not None and token.value in tokens:
+            at = offset + declared.start("at") if "at" in pattern.groupindex else None
+            return message.format(name=declared.group("name")), at
+    return None
 
 
 def _end_of_previous_line(text: str, token: Token) -> tuple[int, int] | None:

@@ -326,9 +326,9 @@ class AsyncFlow(ForwardFlow[State]):
         """Async work must be named: an unnamed future can never be waited or bound."""
         if info.is_async and info.kind != "placeholder":
             self.sink.error(
-                f"the future of this '{stmt.operation.text}' has no name, so it can never be waited or bound "
-                f"and nothing can safely read its result: name it ('f = {stmt.operation.text} ...; wait f;') "
-                "or drop '.async'",
+                f"the future of this '{stmt.operation.text}' has no name: an async operation without a named "
+                "future is forbidden, since it can never be waited or bound to an event and nothing can safely "
+                f"read its result: name it ('f = {stmt.operation.text} ...; wait f;') or drop '.async'",
                 stmt.span,
             )
 
@@ -447,8 +447,8 @@ class AsyncFlow(ForwardFlow[State]):
                 )
             elif kind == "tma-store":
                 self.sink.error(
-                    f"'trigger {event} after {name}': '{name}' is a TMA store (shared to global); only "
-                    f"global-to-shared TMA loads can complete an event; {instead}",
+                    f"'trigger {event} after {name}': '{name}' is a TMA store future (shared to global), which "
+                    f"has no mbarrier completion; only global-to-shared TMA loads can complete an event; {instead}",
                     stmt.span,
                 )
             elif kind == "dma":

@@ -273,9 +273,10 @@ class ResolverBase:
 
     def _dim_of(self, expr: ast.Expr, value: Value) -> Dim:
         """The compile-time integer (or symbolic text) an expression stands for, as a dimension."""
-        if isinstance(value, Scalar) and value.type == "bool":
+        if isinstance(value, Scalar) and value.type not in INT_TYPES:
             self.error(
-                "a dimension must be an integer, got bool: unexpected data type 'bool' in a shape", expr.span
+                f"a dimension must be an integer, got {value.type}: unexpected data type '{value.type}' in a shape",
+                expr.span,
             )
             return "?"
         if isinstance(value, Scalar) and value.const is not None:

@@ -159,6 +159,7 @@ class CopyRules(ResolverBase):
         operands = self._copy_operands(operation)
         destination: Data | None = None
         if operands is not None:
+            self._check_allocation_in_parallel(operation, operands, context)
             if words == ["pad"]:
                 destination = self._pad(operation, operands)
             elif words == ["transp"]:
@@ -176,6 +177,25 @@ class CopyRules(ResolverBase):
                 "an async copy from global to global memory is not possible on CUDA", operation.span
             )
         return FutureInfo(operation, stmt, "dma", operation.is_async, destination)
+
+    def _check_allocation_in_parallel(
+        self, operation: ast.Operation, operands: Operands, context: Context
+    ) -> None:
+        """`=> local` and `=> shared` make a buffer of the memory a thread or a block owns, which exists
+        only inside a parallel."""
+        destination = operands[1]
+        if (
+            isinstance(destination, StorageKeyword)
+            and destination.storage in (Storage.LOCAL, Storage.SHARED)
+            and not context.in_parallel
+        ):
+            storage = destination.storage
+            owner = "a thread" if storage == Storage.LOCAL else "a block"
+            self.error(
+                f"'{storage}' cannot be a DMA destination outside every parallel: {storage} memory belongs to "
+                f"{owner} and exists only inside a parallel; move the copy into one, or copy into a global buffer",
+                operation.destination.span if operation.destination is not None else operation.span,
+            )
 
     def _pad(self, operation: ast.Operation, operands: Operands) -> Data | None:
         """`dma.pad<{low...}, {high...}, {mid...}, value> src => dst`: the source at `low` in a destination

@@ -51,6 +51,7 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
         self.badly_nested: set[int] = set()  # id(kernel) of kernels whose levels do not nest
         self.multiplied = set()
         self._statements(function.body.body, Context())
+        self._check_placeholders_used()
         self._launches()
         self._check_accumulators_multiplied(function)
         check_device_code(self.info, self.sink, self.target)
@@ -61,6 +62,21 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
                 function.name_span,
             )
         return self.info
+
+    def _check_placeholders_used(self) -> None:
+        """A `dma.any` placeholder is there to be filled by a copy or traded by `swap`/`rotate`; one that
+        no statement names again does nothing and is most likely a name mistyped elsewhere."""
+        uses: dict[int, int] = {}
+        for symbol in self.info.symbol_of.values():
+            uses[id(symbol)] = uses.get(id(symbol), 0) + 1
+        for stmt_id, symbol in self.info.futures.items():
+            info = self.info.operations.get(stmt_id)
+            if info is not None and info.kind == "placeholder" and uses.get(id(symbol), 0) <= 1:
+                self.error(
+                    f"the placeholder '{symbol.name}' (dma.any) is defined but never used: remove it, or fill "
+                    f"it with a copy ('{symbol.name} = dma.copy.async ...;') and rotate it with swap",
+                    info.statement.span,
+                )
 
     def _launches(self) -> None:
         """The launch model of the function, its size checks, and the arrivals of its events."""

@@ -12,6 +12,7 @@ from choreo_kernel.compiler.analysis.resolve.parameters import ParameterRules
 from choreo_kernel.compiler.analysis.resolve.tuples import TupleRules
 from choreo_kernel.compiler.analysis.scope import Context, LevelScope
 from choreo_kernel.compiler.analysis.values import (
+    ELEMENT_BYTES,
     FLOAT_TYPES,
     INT_TYPES,
     UNKNOWN,
@@ -52,6 +53,37 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         self.sink.warning(f"this {stmt.what} is ignored by this compiler", stmt.span)
         if stmt.inner is not None:
             self._statement(stmt.inner, context)
+        for attribute in stmt.attributes:
+            if attribute.name == "schedule" and isinstance(stmt.inner, ast.OperationStmt):
+                self._check_mma_schedule(attribute, stmt.inner)
+
+    def _check_mma_schedule(self, attribute: ast.Attribute, stmt: ast.OperationStmt) -> None:
+        """`[[schedule(k_tiles(i, ...))]] mma...` orders the MMA's K tiles (of 32 bytes each): the order
+        names each tile once. This compiler issues them in order, but a malformed order is a mistake."""
+        operation = stmt.operation
+        for item in attribute.args:
+            if not (
+                isinstance(item, ast.Call)
+                and isinstance(item.callee, ast.Name)
+                and item.callee.id == "k_tiles"
+            ):
+                continue
+            order = [constant(arg) for arg in item.args]
+            operand = self._symbol_of_name(operation.args[1]) if len(operation.args) == 3 else None
+            data = operand.value if operand is not None else None
+            tiles = len(order)
+            if isinstance(data, Data) and len(data.dims) == 2 and operation.family == "mma":
+                k = data.dims[1] if operation.words[:1] == ["row"] else data.dims[0]
+                if isinstance(k, int):
+                    tiles = k * ELEMENT_BYTES.get(data.elem, 2) // 32
+            indices = [index for index in order if isinstance(index, int)]
+            if len(indices) != len(order) or sorted(indices) != list(range(tiles)):
+                written = ", ".join(expression(arg) for arg in item.args)
+                self.error(
+                    f"the MMA k_tiles schedule must be a permutation of [0, {tiles}) (each K tile of "
+                    f"'{operation.text}' once), got k_tiles({written})",
+                    item.span,
+                )
 
     def _stmt_BufferDecl(self, stmt: ast.BufferDecl, context: Context) -> None:
         if stmt.storage == "frag":
@@ -73,11 +105,43 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             value = BufferArray(
                 data, tuple(self._positive_count(d, "buffer array size") for d in stmt.array_dims)
             )
+        if storage in (Storage.SHARED, Storage.LOCAL):
+            self._check_fixed_extents(stmt, storage)
         for item in stmt.init or ():
-            self._expr(item)
+            fill = self._expr(item)
+            if not isinstance(fill, (Scalar, Bounded, Unknown)):
+                self.error(
+                    f"'{stmt.name}' is declared as a buffer but its initializer '{expression(item)}' is "
+                    f"{fill.describe()}, not a scalar: '{{v}}' fills every element with one value (copy data "
+                    f"in with 'dma.copy {expression(item)} => {stmt.name};')",
+                    item.span,
+                )
         self._declare(
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
         )
+
+    def _check_fixed_extents(self, stmt: ast.BufferDecl, storage: Storage) -> None:
+        """A shared or local buffer is allocated once for its block or thread: its extents cannot follow a
+        parallel, foreach or with variable, which takes another value in each instance and iteration."""
+        owner = "block" if storage == Storage.SHARED else "thread"
+        for what, items in (("dimension", stmt.shape), ("array size", stmt.array_dims)):
+            for item in items:
+                varying = next(
+                    (
+                        symbol
+                        for symbol in self._symbols_in(item)
+                        if isinstance(symbol.value, Bounded | BoundedTuple)
+                    ),
+                    None,
+                )
+                if varying is not None:
+                    self.error(
+                        f"the {what} '{expression(item)}' of {storage} buffer '{stmt.name}' is a bounded value "
+                        f"('{varying.name}' is {varying.value.describe()}), which changes between instances and "
+                        f"iterations: a {storage} buffer is allocated once per {owner}, so its extents must be "
+                        "constant integer values (a number or a #define)",
+                        item.span,
+                    )
 
     def _stmt_ScalarDecl(self, stmt: ast.ScalarDecl, context: Context) -> None:
         if stmt.storage == Storage.SHARED and not context.in_block:
@@ -188,8 +252,11 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             entered.append(LevelScope(level, product(counts), clause))
             variables = clause.variables.names if clause.variables else ()
             if clause.variables is not None and len(variables) != len(counts):
+                named = ", ".join(f"'{variable.id}'" for variable in variables)
                 self.error(
-                    f"{len(variables)} parallel variable(s) but {len(counts)} count(s)", clause.variables.span
+                    f"{len(variables)} parallel variable(s) ({named}) but {len(counts)} count(s): each parallel "
+                    "variable is assigned one bound, so name one per count ('{i, j} by [4, 8]')",
+                    clause.variables.span,
                 )
             for variable, count in zip(variables, counts):
                 names.append((variable, Bounded(count), stmt))
@@ -319,12 +386,25 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         self._body(stmt.body, context.enter(loops=(*context.loops, stmt)))
 
     def _stmt_InThreads(self, stmt: ast.InThreads, context: Context) -> None:
-        self._condition(stmt.condition)
+        predicate = self._expr(stmt.condition)
+        if isinstance(predicate, Bounded) or (isinstance(predicate, Scalar) and predicate.type != "bool"):
+            self.error(
+                f"'inthreads' requires a predicate expression, got {predicate.describe()}: write a comparison "
+                "of parallel variables, such as 'inthreads (t < 4)'",
+                stmt.condition.span,
+            )
+        elif not isinstance(predicate, (Scalar, Bounded, Unknown)):
+            self.error(f"a condition must be a scalar, got {predicate.describe()}", stmt.condition.span)
         if not context.in_parallel:
-            self.error("'inthreads' must be inside a parallel: its predicate selects threads", stmt.span)
+            self.error(
+                "'inthreads' cannot be declared in the global scope (outside every parallel): its predicate "
+                "selects threads, so it must be inside a parallel",
+                stmt.span,
+            )
         elif not any(symbol.origin == "parallel" for symbol in self._symbols_in(stmt.condition)):
             self.error(
-                "the predicate of 'inthreads' must depend on parallel variables (it selects threads)",
+                "the predicate of 'inthreads' must be divergent: it must depend on parallel variables (it "
+                "selects threads; a predicate the same for every thread is an 'if')",
                 stmt.condition.span,
             )
         if stmt.is_async and context.in_inthreads:
@@ -351,6 +431,14 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         if self.return_type.name == "void":
             self.error("a 'void' function cannot return a value", stmt.value.span)
             return
+        kind = self._unreturnable(stmt.value, value)
+        if kind is not None:
+            self.error(
+                f"returning '{expression(stmt.value)}', {kind}, is not supported: a __co__ function returns "
+                "spanned data or a scalar value",
+                stmt.value.span,
+            )
+            return
         if isinstance(value, Future) and not value.is_data:
             return
         if self.return_type.name != "auto" and self.return_type.shape is not None:
@@ -374,6 +462,18 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                 self.error(
                     f"a function returning spanned data cannot return {value.describe()}", stmt.value.span
                 )
+
+    def _unreturnable(self, expr: ast.Expr, value: Value) -> str | None:
+        """What `return expr` would hand the host that it cannot hold: compile-time tuples and
+        bounded (loop or parallel) variables, and a placeholder future, which stands for no data."""
+        if isinstance(value, ITuple):
+            return "an ituple"
+        if isinstance(value, BoundedTuple | Bounded):
+            return f"a bounded variable ({value.describe()})"
+        symbol = self._symbol_of_name(expr) if isinstance(value, Future) else None
+        if symbol is not None and symbol.future is not None and symbol.future.kind == "placeholder":
+            return "the placeholder future of a 'dma.any'"
+        return None
 
     def _stmt_Break(self, stmt: ast.Break, context: Context) -> None:
         if not context.loops:
@@ -402,6 +502,18 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                     return
                 if isinstance(value, Scalar) and value.type in INT_TYPES:
                     value = Scalar(value.type, value.const)
+                placeholder = self._symbol_of_name(stmt.value) if isinstance(value, Future) else None
+                if (
+                    placeholder is not None
+                    and placeholder.future is not None
+                    and placeholder.future.kind == "placeholder"
+                ):
+                    self.error(
+                        f"'{target.id}' cannot be initialized with the placeholder '{placeholder.name}': a "
+                        "placeholder ('dma.any') holds no data until a copy is named by it; name the copy's "
+                        f"future directly ('{target.id} = dma.copy.async ...;')",
+                        stmt.value.span,
+                    )
                 if isinstance(value, ITuple | Shape):
                     self._check_immutable_parts(target.id, stmt.value)
                 self._declare(
@@ -453,6 +565,7 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             if expr.callee.id == "rotate" and len(expr.args) < 2:
                 self.error("'rotate' takes two or more futures", expr.span)
             self._check_rotation_scopes(expr)
+            self._check_rotation_kinds(expr)
             return
         reported = len(self.sink.diagnostics)
         self._expr(expr)
@@ -486,8 +599,12 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
 
 
 def _range_extent(item: ast.RangeItem, symbol: Symbol | None) -> Dim | None:
-    """How many iterations `foreach j(start:stop:step)` makes, where its bound and slice are constants."""
-    bound = symbol.value.bound if symbol is not None and isinstance(symbol.value, Bounded) else None
+    """How many iterations `foreach j(start:stop:step)` makes, where its bound and slice are constants;
+    for `foreach index` over a bounded ituple, its outermost loop's (the one an unroll hint unrolls)."""
+    value = symbol.value if symbol is not None else None
+    bound = value.bound if isinstance(value, Bounded) else None
+    if isinstance(value, BoundedTuple) and value.bounds:
+        bound = value.bounds[0]
     parts = [constant(part) if part is not None else None for part in (item.start, item.stop, item.step)]
     if not isinstance(bound, int) or any(
         p is None and e is not None for p, e in zip(parts, (item.start, item.stop, item.step))

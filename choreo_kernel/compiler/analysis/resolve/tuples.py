@@ -24,6 +24,7 @@ from choreo_kernel.compiler.analysis.values import (
     BoundedTuple,
     Data,
     Dim,
+    FutureInfo,
     ITuple,
     Scalar,
     Shape,
@@ -31,6 +32,7 @@ from choreo_kernel.compiler.analysis.values import (
     Unknown,
     Value,
 )
+from choreo_kernel.compiler.printer import expression
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,17 @@ class TupleRules(ResolverBase):
         self._check_extents(bounds, extent, "a bound")
         return bounds
 
-    def _check_extents(self, dims: tuple[Dim, ...], where: ast.Node, what: str, first: int = 0) -> None:
+    def _check_extents(self, dims: tuple[Dim, ...], where: ast.Expr, what: str, first: int = 0) -> None:
         """Extents (and bounds) known at compile time must be positive; `first` is the position of the
         first of `dims`."""
         for position, dim in enumerate(dims, first):
-            if isinstance(dim, int) and dim <= 0:
+            if dim == 0:
+                self.error(
+                    f"the mdspan size of dimension {position} is deduced as 0 (a zero value) from "
+                    f"'{expression(where)}': {what} must be positive",
+                    where.span,
+                )
+            elif isinstance(dim, int) and dim < 0:
                 self.error(
                     f"the mdspan size {dim} of dimension {position} is invalid: {what} must be positive",
                     where.span,
@@ -121,6 +129,25 @@ class TupleRules(ResolverBase):
             for element, bound in zip(value.elements, value.bounds):
                 rebound.append(Symbol(element, Bounded(bound), name.span, declaration=loop, origin="foreach"))
         return rebound
+
+    def _check_rotation_kinds(self, call: ast.Call) -> None:
+        """`swap`/`rotate` trade futures that stand for the same kind of copy: a synchronous one is
+        complete where it stands and an async one is pending, so traded they would be waited wrongly."""
+        kinds: list[tuple[ast.Name, FutureInfo]] = []
+        for arg in call.args:
+            symbol = self._symbol_of_name(arg)
+            info = symbol.future if symbol is not None else None
+            if isinstance(arg, ast.Name) and info is not None and info.kind != "placeholder":
+                kinds.append((arg, info))
+        for name, info in kinds[1:]:
+            first, first_info = kinds[0]
+            if info.is_async != first_info.is_async:
+                sync, pending = (first, name) if info.is_async else (name, first)
+                self.error(
+                    f"swapping futures of different types is forbidden: '{sync.id}' is the future of a sync copy "
+                    f"and '{pending.id}' of an async one; rotate/swap futures that are all async or all sync",
+                    name.span,
+                )
 
     def _check_rotation_scopes(self, call: ast.Call) -> None:
         """`swap`/`rotate` trade the futures of one scope: across scopes one future (and the buffer its

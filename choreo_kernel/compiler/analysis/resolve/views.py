@@ -234,9 +234,9 @@ class ViewRules(TupleRules):
             sizes = self._extents(data, items, "a tile extent")
             if name == "chunk":
                 sizes = tuple(fold("/", dim, count) for dim, count in zip(data.dims, sizes))
-            for item, size, dim in zip(items, sizes, data.dims):
+            for position, (item, size, dim) in enumerate(zip(items, sizes, data.dims)):
                 if isinstance(size, int) and isinstance(dim, int) and not 0 < size <= dim:
-                    self.error(f"tile extent {size} does not fit dimension of extent {dim}", item.expr.span)
+                    self.error(_tile_too_large(name, size, position, dim), item.expr.span)
             return Tiling(data, sizes, sizes, name)
         if name == "at":
             return self._at(data, args, expr, expression(expr.value))
@@ -353,7 +353,7 @@ class ViewRules(TupleRules):
         for position, (item, size, dim) in enumerate(zip(items, sizes, data.dims)):
             extent = fold("%", dim, size)
             if isinstance(size, int) and isinstance(dim, int) and not 0 < size <= dim:
-                self.error(f"tile extent {size} does not fit dimension of extent {dim}", item.expr.span)
+                self.error(_tile_too_large("modspan", size, position, dim), item.expr.span)
             elif isinstance(extent, int) and extent == 0:
                 self.error(
                     f"dimension {position} ({dim}) is a multiple of {size}: whole tiles cover it and modspan "
@@ -368,11 +368,17 @@ class ViewRules(TupleRules):
         if not self._items_match_rank(data, items, expr, "chunkat"):
             return UNKNOWN
         dims: list[Dim] = []
-        for item, dim in zip(items, data.dims):
+        for position, (item, dim) in enumerate(zip(items, data.dims)):
             value = item.value
             if item.is_whole:
                 dims.append(dim)
             elif isinstance(value, Bounded):
+                if isinstance(value.bound, int) and isinstance(dim, int) and value.bound > dim:
+                    self.error(
+                        f"tiling factor exceeds data size ({value.bound} > {dim}) in dimension {position}: "
+                        f"'.chunkat' cannot cut {dim} elements into {value.bound} tiles",
+                        item.expr.span,
+                    )
                 dims.append(fold("/", dim, value.bound))
             elif isinstance(value, Unknown):
                 dims.append("?")
@@ -434,3 +440,8 @@ def _fits(offset: int, extent: Dim, dim: Dim) -> bool:
     if isinstance(extent, int) and isinstance(dim, int):
         return 0 <= offset <= dim - extent
     return True
+
+
+def _tile_too_large(method: str, size: int, position: int, dim: int) -> str:
+    """`.subspan`, `.chunk` or `.modspan` asks for a tile that a dimension cannot hold."""
+    return f"'.{method}' too large for dimension {position}: tile extent {size} does not fit its extent {dim}"
