@@ -17,6 +17,11 @@ between them can tell), so the tensor cores do not drain between them; `wait op`
 complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel
 (analysis/flow.py's walk, as the futures rules walk it).
 
+An MMA right after an async MMA into the same accumulator (a K that spans two swizzle panels)
+accumulates after it in the tensor cores' order: it is not fenced in between (`_chained`). The
+register work between an MMA's issue and its wait is pinned before the wait (`_pin_register_work`),
+or nvcc may sink it past the wait and lose the overlap with the MMA.
+
 `mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
 read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
 """
@@ -26,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
-from choreo_kernel.compiler import ast, printer
+from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.info import FunctionInfo
@@ -357,7 +362,8 @@ class Mma:
             isinstance(previous, ast.OperationStmt)
             and _is_mma_exec(previous)
             and previous.operation.is_async
-            and printer.expression(previous.operation.args[0]) == printer.expression(stmt.operation.args[0])
+            and self._accumulator(previous.operation.args[0]).name
+            == self._accumulator(stmt.operation.args[0]).name
         )
 
     def _batched(self, stmt: ast.OperationStmt) -> bool:
