@@ -10,6 +10,11 @@ of the ratio. Forward FLOPs: 4 * B * H * S * S * D, half of it causal. Needs CuP
 
     python bench/attention.py [--shapes 4x32x8192x128 16x16x2048x128 4x32x8192x64 8x16x4096x128]
                               [--causal 0 1] [--dtypes f16 bf16] [--repeats 20] [--emit DIR] [--check-heads 2]
+                              [--variants "" PINGPONG=0 STAGES=3]
+
+Each of --variants is a set of -D defines of bench/attention.co (comma-separated, "" for its defaults): all
+are checked and timed in the same alternation, as choreo[DEFINES], and the best of them makes the ratio.
+S may be any length: the kernel masks the tail tiles.
 """
 
 from __future__ import annotations
@@ -40,13 +45,20 @@ BACKENDS = {
 }
 
 
-def compile_kernel(head_dim: int, causal: bool, elem: str, emit: Path | None) -> Any:
-    defines = {"HEAD_DIM": head_dim, "CAUSAL": int(causal), "ELEM": elem}
+def parse_variant(text: str) -> dict[str, object]:
+    """`PIPE=0,STAGES=3` as defines; "" is the program's defaults."""
+    pairs = (item.split("=", 1) for item in text.split(",") if item)
+    return {name: int(value) if value.lstrip("-").isdigit() else value for name, value in pairs}
+
+
+def compile_kernel(head_dim: int, causal: bool, elem: str, variant: str, emit: Path | None) -> Any:
+    defines = {**parse_variant(variant), "HEAD_DIM": head_dim, "CAUSAL": int(causal), "ELEM": elem}
     source = (BENCH / "attention.co").read_text(encoding="utf-8")
     module = ck.compile(source, defines, target="cuda", filename="attention.co")
     if emit is not None:
         emit.mkdir(parents=True, exist_ok=True)
-        name = f"attention_d{head_dim}_{'causal' if causal else 'full'}_{elem}.cu"
+        suffix = variant.replace(",", "_").replace("=", "")
+        name = f"attention_d{head_dim}_{'causal' if causal else 'full'}_{elem}{'_' + suffix if suffix else ''}.cu"
         (emit / name).write_text(inline_header(module.cuda_source), encoding="utf-8")
     return module.attention
 
@@ -104,30 +116,35 @@ def sdpa(
     return call
 
 
-def compare(shape: str, causal: bool, elem: str, kernel: Any, repeats: int, check_heads: int) -> float | None:
+def compare(
+    shape: str, causal: bool, elem: str, kernels: dict[str, Any], repeats: int, check_heads: int
+) -> float | None:
     batch, heads, size, dim = (int(x) for x in shape.split("x"))
     torch.manual_seed(size + dim + int(causal))
     q, k, v = (torch.randn(batch, heads, size, dim, device="cuda", dtype=TORCH_TYPES[elem]) for _ in range(3))
-    o = torch.full_like(q, math.nan)
     lse = torch.empty(batch * heads, size, device="cuda", dtype=torch.float32)
-    rows = batch * heads * size
-
-    def choreo() -> object:
-        return kernel(*(as_bits(x.view(rows, dim)) for x in (q, k, v, o)), lse)
-
-    choreo()
-    torch.cuda.synchronize()
     label = f"B={batch:2d} H={heads:2d} S={size:5d} D={dim:3d} {'causal' if causal else 'full  '} {elem:4}"
-    verdict = ""
-    if bool(o.isnan().any()):
-        verdict = "INCORRECT (the output is not fully written); "
     flat = [x.view(batch * heads, size, dim)[:check_heads] for x in (q, k, v)]
     expected_o, expected_lse = reference(*flat, causal)
-    error = relative_error(o.view(batch * heads, size, dim)[:check_heads], expected_o)
-    lse_error = float((lse[:check_heads] - expected_lse).abs().max())
-    if not verdict and (error > TOLERANCE[elem] or lse_error > 1e-3):
-        verdict = "INCORRECT; "
-    calls: dict[str, Callable[[], object]] = {"choreo": choreo}
+    calls: dict[str, Callable[[], object]] = {}
+    verdicts: dict[str, str] = {}
+    for variant, kernel in kernels.items():
+        o = torch.full_like(q, math.nan)
+
+        def choreo(kernel: Any = kernel, o: torch.Tensor = o) -> object:
+            return kernel(*(as_bits(x.view(batch * heads, size, dim)) for x in (q, k, v, o)), lse)
+
+        choreo()
+        torch.cuda.synchronize()
+        error = relative_error(o.view(batch * heads, size, dim)[:check_heads], expected_o)
+        lse_error = float((lse[:check_heads] - expected_lse).abs().max())
+        verdict = "INCORRECT (the output is not fully written)" if bool(o.isnan().any()) else ""
+        if not verdict and (error > TOLERANCE[elem] or lse_error > 1e-3):
+            verdict = "INCORRECT"
+        name = f"choreo[{variant}]" if variant else "choreo"
+        verdicts[name] = f"{verdict + '; ' if verdict else ''}error {error:.1e}, lse {lse_error:.1e}"
+        calls[name] = choreo
+    ours = list(calls)
     for name, backend in BACKENDS.items():
         try:
             sdpa(backend, q, k, v, causal)()
@@ -137,15 +154,20 @@ def compare(shape: str, causal: bool, elem: str, kernel: Any, repeats: int, chec
     times = timed(calls, repeats)
     flops = 4 * batch * heads * size * size * dim / (2 if causal else 1)
     rate = {name: flops / ms / 1e9 for name, ms in times.items()}
-    others = {name: ms for name, ms in times.items() if name != "choreo"}
+    others = {name: ms for name, ms in times.items() if name not in ours}
     best = min(others, key=others.__getitem__) if others else None
-    ratio = others[best] / times["choreo"] if best else None
     backends = ", ".join(f"{name} {rate[name]:6.1f}" for name in others)
-    print(
-        f"{label}: {verdict}choreo {rate['choreo']:6.1f} TFLOP/s ({times['choreo']:.3f} ms); {backends}; "
-        f"{f'{ratio:.3f}x best ({best})' if ratio else ''}; error {error:.1e}, lse {lse_error:.1e}"
-    )
-    return None if verdict else ratio
+    print(f"{label}: {backends}{f' (best {best})' if best else ''}")
+    ratios = []
+    for name in ours:
+        ratio = others[best] / times[name] if best else None
+        print(
+            f"    {name:28} {rate[name]:6.1f} TFLOP/s ({times[name]:.3f} ms) "
+            f"{f'{ratio:.3f}x best' if ratio else ''}; {verdicts[name]}"
+        )
+        if ratio and "INCORRECT" not in verdicts[name]:
+            ratios.append(ratio)
+    return max(ratios) if ratios else None
 
 
 def main() -> None:
@@ -156,19 +178,23 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--check-heads", type=int, default=2)
     parser.add_argument("--emit", type=Path, default=None)
+    parser.add_argument("--variants", nargs="+", default=[""])
     args = parser.parse_args()
     # The Choreo runtime launches on CuPy's current stream: make it torch's, so that the events bracket both.
     cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream).use()
     print(f"attention forward; median of {args.repeats} calls each, in turn; {torch.cuda.get_device_name()}")
     print(f"torch {torch.__version__}; ratio = best SDPA backend's time / Choreo's time")
-    kernels: dict[tuple[int, bool, str], Any] = {}
+    kernels: dict[tuple[int, bool, str], dict[str, Any]] = {}
     for elem in args.dtypes:
         for causal in (bool(c) for c in args.causal):
             for shape in args.shapes:
                 dim = int(shape.split("x")[-1])
                 key = (dim, causal, elem)
                 if key not in kernels:
-                    kernels[key] = compile_kernel(dim, causal, elem, args.emit)
+                    kernels[key] = {
+                        variant: compile_kernel(dim, causal, elem, variant, args.emit)
+                        for variant in args.variants
+                    }
                 try:
                     compare(shape, causal, elem, kernels[key], args.repeats, args.check_heads)
                 except Exception as problem:  # report it and go on with the next shape

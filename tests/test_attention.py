@@ -1,8 +1,10 @@
 """bench/attention.co, FlashAttention forward in Choreo, against NumPy: o and the log-sum-exp.
 
 On the sim at small sizes (two heads of 256 rows, so each block streams two K/V tiles through the
-ring and the causal kernel masks a diagonal tile), for both head dims, causal or not, fp16 and
-bf16; on the GPU (marked `gpu`) at a size with more tiles than ring slots, against NumPy and the sim.
+ring and the causal kernel masks a diagonal tile; 200 rows, whose last query and key tiles are
+tails), for both head dims, causal or not, fp16 and bf16, with the two consumers as ping-pong paths
+(the default) and as one path (PINGPONG=0); on the GPU (marked `gpu`) at sizes with more tiles than ring slots,
+S = 1000 among them, against NumPy and the sim.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ TOLERANCE = {"f16": 2e-3, "bf16": 2e-2}  # max |o - reference| for inputs of uni
 
 def inputs(heads: int, rows: int, dim: int, elem: str, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((heads * rows, dim)).astype(TYPES[elem]) for _ in range(3)]
+    return [rng.standard_normal((heads, rows, dim)).astype(TYPES[elem]) for _ in range(3)]
 
 
 def reference(q: Any, k: Any, v: Any, heads: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
-    """o [heads * rows, dim] and the natural log-sum-exp [heads, rows], in f64."""
-    q64, k64, v64 = (np.asarray(x, dtype=np.float64).reshape(heads, -1, x.shape[-1]) for x in (q, k, v))
+    """o [heads, rows, dim] and the natural log-sum-exp [heads, rows], in f64."""
+    q64, k64, v64 = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     rows, dim = q64.shape[1], q64.shape[2]
     scores = q64 @ k64.transpose(0, 2, 1) / np.sqrt(dim)
     if causal:
@@ -36,15 +38,16 @@ def reference(q: Any, k: Any, v: Any, heads: int, causal: bool) -> tuple[np.ndar
     top = scores.max(-1, keepdims=True)
     weights = np.exp(scores - top)
     total = weights.sum(-1, keepdims=True)
-    return (weights / total @ v64).reshape(heads * rows, dim), (top + np.log(total))[..., 0]
+    return weights / total @ v64, (top + np.log(total))[..., 0]
 
 
 def run(
-    target: str, dim: int, causal: bool, elem: str, heads: int, rows: int
+    target: str, dim: int, causal: bool, elem: str, heads: int, rows: int, pingpong: int = 1
 ) -> tuple[Any, Any, list[np.ndarray]]:
-    module = ck.compile(SOURCE, {"HEAD_DIM": dim, "CAUSAL": int(causal), "ELEM": elem}, target=target)
+    defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "ELEM": elem, "PINGPONG": pingpong}
+    module = ck.compile(SOURCE, defines, target=target)
     q, k, v = inputs(heads, rows, dim, elem)
-    o = np.full((heads * rows, dim), np.nan, dtype=TYPES[elem])
+    o = np.full((heads, rows, dim), np.nan, dtype=TYPES[elem])
     lse = np.full((heads, rows), np.nan, dtype=np.float32)
     module.attention(q, k, v, o, lse)
     return o, lse, [q, k, v]
@@ -58,12 +61,32 @@ def check(o: Any, lse: Any, q: Any, k: Any, v: Any, heads: int, causal: bool, el
 
 
 @pytest.mark.parametrize(
-    ("dim", "causal", "elem"),
-    [(64, False, "f16"), (128, True, "f16"), (64, True, "bf16"), (128, False, "bf16")],
+    ("dim", "causal", "elem", "rows", "pingpong"),
+    [
+        (64, False, "f16", 256, 1),
+        (128, True, "f16", 256, 1),
+        (64, True, "bf16", 256, 1),
+        (128, False, "bf16", 256, 1),
+        (128, False, "f16", 256, 0),
+        (64, True, "f16", 384, 0),
+    ],
 )
-def test_attention_matches_numpy_on_the_sim(dim: int, causal: bool, elem: str) -> None:
-    o, lse, (q, k, v) = run("sim", dim, causal, elem, heads=2, rows=256)
+def test_attention_matches_numpy_on_the_sim(
+    dim: int, causal: bool, elem: str, rows: int, pingpong: int
+) -> None:
+    o, lse, (q, k, v) = run("sim", dim, causal, elem, heads=2, rows=rows, pingpong=pingpong)
     check(o, lse, q, k, v, 2, causal, elem)
+
+
+@pytest.mark.parametrize(
+    ("dim", "causal", "rows", "pingpong"),
+    [(64, False, 200, 1), (128, True, 200, 1), (64, True, 100, 1), (128, False, 200, 0), (64, False, 72, 1)],
+)
+def test_any_sequence_length_on_the_sim(dim: int, causal: bool, rows: int, pingpong: int) -> None:
+    """Tails: a last query tile of fewer than 128 (or 64) rows, a last key tile of fewer than 128 keys;
+    o is NaN-poisoned and has no rows past S, so a store past the tail or a missing row both fail."""
+    o, lse, (q, k, v) = run("sim", dim, causal, "f16", heads=2, rows=rows, pingpong=pingpong)
+    check(o, lse, q, k, v, 2, causal, "f16")
 
 
 def test_a_causal_kernel_ignores_the_keys_after_each_query() -> None:
@@ -72,23 +95,29 @@ def test_a_causal_kernel_ignores_the_keys_after_each_query() -> None:
     q, k, v = inputs(1, 256, 64, "f16")
     outputs = []
     for scale in (1, 3):
-        k[-1] *= scale
-        v[-1] *= scale
-        o = np.zeros((256, 64), np.float16)
+        k[0, -1] *= scale
+        v[0, -1] *= scale
+        o = np.zeros((1, 256, 64), np.float16)
         module.attention(q, k, v, o, np.zeros((1, 256), np.float32))
         outputs.append(o.astype(np.float32))
-    assert np.array_equal(outputs[0][:255], outputs[1][:255])
-    assert not np.array_equal(outputs[0][255], outputs[1][255])
+    assert np.array_equal(outputs[0][0, :255], outputs[1][0, :255])
+    assert not np.array_equal(outputs[0][0, 255], outputs[1][0, 255])
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    ("dim", "causal", "elem"),
-    [(d, c, e) for d in (64, 128) for c in (False, True) for e in ("f16", "bf16")],
+    ("dim", "causal", "elem", "rows", "pingpong"),
+    [(d, c, e, 384, 1) for d in (64, 128) for c in (False, True) for e in ("f16", "bf16")]
+    + [
+        (d, c, "f16", r, p)
+        for d, c, r, p in ((128, False, 1000, 1), (64, True, 1000, 1), (128, True, 520, 0))
+    ],
 )
-def test_attention_matches_numpy_and_the_sim_on_the_gpu(dim: int, causal: bool, elem: str) -> None:
-    o, lse, (q, k, v) = run("cuda", dim, causal, elem, heads=2, rows=384)
+def test_attention_matches_numpy_and_the_sim_on_the_gpu(
+    dim: int, causal: bool, elem: str, rows: int, pingpong: int
+) -> None:
+    o, lse, (q, k, v) = run("cuda", dim, causal, elem, heads=2, rows=rows, pingpong=pingpong)
     check(o, lse, q, k, v, 2, causal, elem)
-    sim_o, sim_lse, _ = run("sim", dim, causal, elem, heads=2, rows=384)
+    sim_o, sim_lse, _ = run("sim", dim, causal, elem, heads=2, rows=rows, pingpong=pingpong)
     assert np.abs(np.asarray(o, np.float32) - np.asarray(sim_o, np.float32)).max() <= TOLERANCE[elem]
     assert np.abs(np.asarray(lse) - np.asarray(sim_lse)).max() <= 1e-4

@@ -241,3 +241,21 @@ def test_cli_emit_writes_a_tma_wgmma_program(tmp_path: Path) -> None:
     result = choreo("emit", ROOT / "tests/conformance/valid/gemm_rr_sync.co", "-o", output)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "choreo::tma_load(" in output.read_text()
+
+
+def test_register_work_under_an_mma_is_pinned_before_its_wait() -> None:
+    cuda = emitted_for("wgmma_register_work_under_mma.co")
+    pinned = cuda.index("// the register work above (s) stays before this wait")
+    assert cuda.index("choreo::wgmma_fence_operand(s);", pinned) < cuda.index(
+        "choreo::wgmma_wait_group<0>();", pinned
+    )
+    between = cuda[pinned : cuda.index("choreo::wgmma_wait_group<0>();", pinned)]
+    assert "fence_operand(o)" not in between and "fence_operand(p)" not in between  # in flight
+
+
+def test_an_mma_chained_into_an_accumulator_in_flight_does_not_fence_it() -> None:
+    cuda = emitted_for("wgmma_chained_into_one_accumulator.co")
+    chained = cuda.index("// chained after the MMA in flight into 'acc'")
+    first_commit = cuda.rindex("choreo::wgmma_commit_group();", 0, chained)
+    assert "wgmma_fence_operand(acc)" not in cuda[first_commit:chained]
+    assert "choreo::wgmma_wait_group<1>();  // 'low' is complete" in cuda

@@ -27,7 +27,7 @@ SMALL_SIZES = {
     "03_events_pipelines": "ROWS = 64\nT = 6",
     "04_hopper_gemm": "SIM_SIZE = (128, 256, 128)",
     "05_tuning": "SIM_SIZE = (128, 256, 128)",
-    "06_attention": "SIM_SHAPE = (1, 256)",
+    "06_attention": "SIM_SHAPE = (1, 200)",
 }
 
 

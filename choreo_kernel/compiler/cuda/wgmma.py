@@ -17,6 +17,11 @@ between them can tell), so the tensor cores do not drain between them; `wait op`
 complete in order, so those N may keep running. `wait_depths` derives N by walking the kernel
 (analysis/flow.py's walk, as the futures rules walk it).
 
+An MMA right after an async MMA into the same accumulator (a K that spans two swizzle panels)
+accumulates after it in the tensor cores' order: it is not fenced in between (`_chained`). The
+register work between an MMA's issue and its wait is pinned before the wait (`_pin_register_work`),
+or nvcc may sink it past the wait and lose the overlap with the MMA.
+
 `mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
 read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
 """
@@ -27,13 +32,14 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, RowRegisters, View
 from choreo_kernel.compiler.semantics.levels import Storage
 
 PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
@@ -141,6 +147,8 @@ class Mma:
         default_factory=dict
     )  # in-flight futures: their accumulator
     depths: dict[tuple[int, Symbol], int] = field(default_factory=dict)
+    operands: dict[Symbol, AccumulatorRegisters] = field(default_factory=dict)  # in-flight A registers
+    pinned: set[int] = field(default_factory=set)  # the waits whose register work is pinned before them
 
     def __post_init__(self) -> None:
         self.depths = wait_depths(self.emitter.kernel, self.emitter.info)
@@ -315,7 +323,10 @@ class Mma:
             f"choreo::wgmma_descriptor<{b.swizzle}>({b_start.text}));"
         )
         name = accumulator.name.text
-        out.line(f"choreo::wgmma_fence_operand({name});")
+        if self._chained(stmt):
+            out.line(f"// chained after the MMA in flight into '{name}': the tensor cores run them in order")
+        else:
+            out.line(f"choreo::wgmma_fence_operand({name});")
         if registers is not None:
             out.line(f"choreo::wgmma_fence_operand({registers.name.text});  // A, from registers")
         out.line(
@@ -329,6 +340,8 @@ class Mma:
             # Nothing may touch the accumulator until the wait (not even the operand fence, whose
             # register moves would make ptxas serialize the pipeline: C7514).
             self.async_issues[symbol] = accumulator
+            if registers is not None:
+                self.operands[symbol] = registers
             return
         if self._batched(stmt):
             out.line("// waited with the synchronous MMA that follows (docs: choreo docs mma)")
@@ -337,6 +350,21 @@ class Mma:
             "choreo::wgmma_wait_group<0>();  // a synchronous MMA is complete at the end of its statement"
         )
         out.line(f"choreo::wgmma_fence_operand({name});")
+
+    def _chained(self, stmt: ast.OperationStmt) -> bool:
+        """Whether the previous statement of the block is an async MMA into the same accumulator: this
+        one accumulates after it, and fencing the registers in flight would serialize them (C7514)."""
+        position = self.emitter.positions.get(id(stmt))
+        if position is None or position[1] == 0:
+            return False
+        previous = position[0].body[position[1] - 1]
+        return (
+            isinstance(previous, ast.OperationStmt)
+            and _is_mma_exec(previous)
+            and previous.operation.is_async
+            and self._accumulator(previous.operation.args[0]).name
+            == self._accumulator(stmt.operation.args[0]).name
+        )
 
     def _batched(self, stmt: ast.OperationStmt) -> bool:
         """Whether the next statement of the block is a synchronous MMA too, which waits for both."""
@@ -393,6 +421,9 @@ class Mma:
 
     def wait(self, symbol: Symbol, stmt: ast.Wait) -> None:
         accumulator = self.async_issues[symbol]
+        if id(stmt) not in self.pinned:
+            self.pinned.add(id(stmt))
+            self._pin_register_work(stmt)
         depth = min(self.depths.get((id(stmt), symbol), 0), MAX_WAIT_DEPTH)
         note = (
             f"{depth} later MMA group(s) may still run"
@@ -401,6 +432,47 @@ class Mma:
         )
         self.emitter.out.line(f"choreo::wgmma_wait_group<{depth}>();  // '{symbol.name}' is complete; {note}")
         self.emitter.out.line(f"choreo::wgmma_fence_operand({accumulator.name.text});")
+
+    def _pin_register_work(self, stmt: ast.Wait) -> None:
+        """Keep the register work between the last MMA and this wait before the wait: nvcc may sink
+        arithmetic past an asm wait that it does not depend on, and the softmax that should overlap an
+        MMA in flight then runs after that MMA is done. An empty asm that reads and writes each
+        fragment this work touches (none that an MMA of this wait reads or writes) holds it here."""
+        position = self.emitter.positions.get(id(stmt))
+        if position is None:
+            return
+        waited = {self.emitter.info.future_named(target) for target in stmt.targets}
+        busy = {id(self.async_issues[s]) for s in waited if s in self.async_issues}
+        busy |= {id(self.operands[s]) for s in waited if s in self.operands}
+        pinned: dict[str, AccumulatorRegisters | RowRegisters] = {}
+        block, index = position
+        for earlier in reversed(block.body[:index]):
+            if (isinstance(earlier, ast.OperationStmt) and _is_mma_exec(earlier)) or isinstance(
+                earlier, ast.Wait
+            ):
+                break
+            for registers in self._fragments_in(earlier):
+                if id(registers) not in busy:
+                    pinned.setdefault(registers.name.text, registers)
+        if pinned:
+            names = ", ".join(sorted(pinned))
+            self.emitter.out.line(f"// the register work above ({names}) stays before this wait")
+            for name in sorted(pinned):
+                self.emitter.out.line(f"choreo::wgmma_fence_operand({name});")
+
+    def _fragments_in(self, stmt: ast.Stmt) -> list[AccumulatorRegisters | RowRegisters]:
+        """The register fragments that a statement names, declared outside it (so in scope after it)."""
+        declared = {s.name for s in ast.walk_statements(stmt) if isinstance(s, ast.BufferDecl)}
+        found = []
+        for expr in (e for nested in ast.walk_statements(stmt) for e in own_expressions(nested)):
+            for node in ast.walk_expr(expr):
+                if not isinstance(node, ast.Name) or node.id in declared:
+                    continue
+                symbol = self.emitter.info.symbol_of.get(id(node))
+                value = self.emitter.bindings.get(symbol) if symbol is not None else None
+                if isinstance(value, (AccumulatorRegisters, RowRegisters)):
+                    found.append(value)
+        return found
 
     def rotate(self, symbols: list[Symbol]) -> bool:
         """`swap`/`rotate` of MMA futures: their groups trade names, which only the compiler tracks."""

@@ -138,6 +138,7 @@ class Accumulator:
         self.elem = elem  # None: the type of operand A, decided at the first MMA
         self.fill = fill
         self.value: np.ndarray | None = None
+        self.pending: Operation | None = None  # the async MMA that updates it last, until waited
 
     def ensure(self, shape: tuple[int, ...], operand_elem: str) -> np.ndarray:
         if self.value is None:
@@ -221,6 +222,11 @@ def matrix_multiply(
     n = b.shape[0] if layouts[1] == "row" else b.shape[1]
     for accumulator in accumulators:
         accumulator.ensure((m, n), a.elem)
+        if accumulator.pending is not None:
+            # An MMA into an accumulator that an earlier one still updates accumulates after it
+            # (a warpgroup's tensor-core operations run in order): that one may finish first.
+            accumulator.pending.complete()
+            accumulator.pending = None
     is_async = statement.operation.is_async
     before = [_value(accumulator).copy() for accumulator in accumulators] if is_async else []
     if is_async:
@@ -244,6 +250,9 @@ def matrix_multiply(
     operation = Operation(statement, perform)
     if not is_async:
         operation.complete()
+    else:
+        for accumulator in accumulators:
+            accumulator.pending = operation
     return operation
 
 

@@ -168,8 +168,8 @@ class View:
         """A TMA store's, or a masked store's, tile: only the elements inside the array (and below
         `limits`, the rows and columns of `mma.store.mask`) are written."""
         bounds = list(self.edge or self.dims)
-        for axis, limit in enumerate(limits or ()):
-            position = len(self.dims) - len(limits or ()) + axis
+        for axis, limit in enumerate(limits or ()):  # rows first, then columns, as on CUDA
+            position = max(len(self.dims) - 2, 0) + axis
             bounds[position] = np.minimum(bounds[position], np.maximum(limit, 0))
         grid = self._grid()
         mask = np.broadcast_to(self._mask(tuple(bounds)), grid.shape)
@@ -219,10 +219,20 @@ class View:
 
     def squeezed(self) -> View:
         """`.sqz()`: without the dimensions of extent 1."""
-        self._whole()
         kept = [k for k, dim in enumerate(self.dims) if dim != 1] or [len(self.dims) - 1]
+        edge = None
+        if self.edge is not None:  # a tail tile stays one: a dropped dimension past the end empties it
+            inside = np.prod(
+                [np.asarray(self.edge[k]) for k in range(len(self.dims)) if k not in kept], axis=0
+            )
+            edge = tuple(np.asarray(self.edge[k]) * inside for k in kept)
         return View(
-            self.base, self.offset, tuple(self.dims[k] for k in kept), tuple(self.strides[k] for k in kept)
+            self.base,
+            self.offset,
+            tuple(self.dims[k] for k in kept),
+            tuple(self.strides[k] for k in kept),
+            edge,
+            self.edge_error,
         )
 
     def permuted(self, permutation: tuple[int, ...]) -> View:
