@@ -94,8 +94,8 @@ TYPE_DEFINES: dict[str, dict[str, Any]] = {
 }
 # What --autotune chooses from, per program (any M, N, K), on top of the type's defines.
 AUTOTUNE_GRIDS: dict[str, dict[str, list[object]]] = {
-    "gemm_ws": {"BN": [128, 256], "STAGES": [3, 4], "CLUSTER": [1, 2]},
-    "gemm_ws_persistent": {"BN": [128, 256], "STAGES": [3, 4], "TMA_STORE": [0, 1]},
+    "gemm_ws": {"BN": [128, 256], "STAGES": [4], "CLUSTER": [1, 2]},
+    "gemm_ws_persistent": {"BN": [128, 256], "STAGES": [4], "TMA_STORE": [0, 1]},
 }
 
 
