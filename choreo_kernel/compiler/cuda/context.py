@@ -17,7 +17,7 @@ from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import Events
-from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
+from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import elected_paths
 from choreo_kernel.compiler.cuda.rotations import Rotations, rotation_groups
@@ -32,6 +32,7 @@ from choreo_kernel.compiler.cuda.views import (
     element_count,
 )
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
+from choreo_kernel.compiler.semantics.launch import UnknownSize
 from choreo_kernel.compiler.semantics.levels import Storage
 
 SHARED_ALIGNMENT = 128  # bytes: what a TMA copy needs of its shared side
@@ -135,6 +136,13 @@ class KernelContext:
             return None
         return self.threads.elected(self.info.context_of[id(stmt)])
 
+    def _between_levels(self, stmt: ast.Stmt) -> bool:
+        """Where the launch model runs `stmt` once per instance of a level: every thread of it runs it."""
+        try:
+            return self.threads.launch.execution_unit(self.info.context_of[id(stmt)]) > 1
+        except UnknownSize:  # an instance of a size the arguments give: more than one thread
+            return True
+
     def _divergent(self, stmt: ast.Stmt) -> bool:
         """Inside an `inthreads` that picks threads below the block: no block-wide barrier may be emitted."""
         context = self.info.context_of[id(stmt)]
@@ -215,7 +223,7 @@ class KernelContext:
             for operand in target.args[1:]:  # writing the selection writes whichever it chose
                 self.note_written(operand)
             return
-        root = root_name(target)
+        root = ast.root_name(target)
         if root is not None and id(root) in self.info.symbol_of:
             symbol = self.info.symbol_of[id(root)]
             self.written.add(symbol)

@@ -475,10 +475,3 @@ def _bound(index: Operand, node: ast.Node) -> CExpr:
     if index.bound is None:
         raise LoweringError("a chunkat index must be a bounded value", node)
     return index.bound
-
-
-def root_name(expr: ast.Expr | None) -> ast.Name | None:
-    """The name a view, an element or a method chain starts from: `a` of `a.chunkat(i).at(j)`, `(a)[0]`."""
-    while isinstance(expr, ast.Method | ast.Member | ast.Index | ast.Paren):
-        expr = expr.inner if isinstance(expr, ast.Paren) else expr.value
-    return expr if isinstance(expr, ast.Name) else None
