@@ -20,6 +20,8 @@ from numpy.lib.stride_tricks import as_strided
 
 import choreo_kernel as ck
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.cuda.cexpr import evaluate
+from choreo_kernel.compiler.cuda.emit import emit_program
 from choreo_kernel.compiler.cuda.plan import Launch
 from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.compiler.graph import build_graph
@@ -250,7 +252,9 @@ def test_a_fixed_size_tile_keeps_a_fixed_arena() -> None:
     assert launch.dynamic_shared is None and launch.shared_bytes_for({}) == 8 * 10 * 4
 
 
-def test_local_storage_still_needs_a_fixed_size() -> None:
+@pytest.mark.parametrize("m", [1, 16])
+def test_a_local_tile_sized_by_the_arguments_is_global_scratch_sized_at_launch(m: int) -> None:
+    """`=> local` of an [M, 1] f32 tile: each thread of the grid gets a slice of 4 * M bytes."""
     source = """
 __co__ void f(f32 [M, 8] x) {
   parallel p by 1 : block, t by 8 : thread {
@@ -258,9 +262,25 @@ __co__ void f(f32 [M, 8] x) {
   }
 }
 """
+    (launch,) = launches_of(source, "f")
+    (scratch,) = [parameter for parameter in launch.parameters if parameter.kind == "scratch"]
+    assert scratch.size is not None and evaluate(scratch.size, {"M": m}) == 4 * m
+    assert "choreo::grid_thread()" in emit_program(analyze(source))
+
+
+def test_a_local_buffer_sized_inside_the_kernel_is_refused() -> None:
+    source = """
+__co__ void f(f32 [M, 8] x) {
+  parallel p by 1 : block, t by 8 : thread {
+    foreach k in [M] {
+      local f32 [k] grow;
+    }
+  }
+}
+"""
     (error,) = [d for d in ck.check(source) if d.severity == "error"]
-    assert "'=> local' needs a source whose size is known at compile time" in error.message
-    assert error.line == 4
+    assert "the host cannot know when it launches the kernel" in error.message
+    assert error.line == 5
 
 
 # ------------------------------------------------------------------ parsing

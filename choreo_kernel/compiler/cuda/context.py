@@ -106,6 +106,9 @@ class KernelContext:
         self.shared_memory = names.fresh("shared_memory")
         self.shared_dynamic = names.fresh("shared_dynamic")  # where the buffers sized at launch start
         self.status = names.fresh("status")
+        # local buffers sized at launch: each a slice per thread of a global scratch array the host
+        # allocates for the launch (as Croqtile places them), by parameter name, with bytes per thread
+        self.local_scratch: list[tuple[str, CExpr, ast.Node]] = []
         self.written: set[Symbol] = set()
         self.positions = {  # each statement of a block: the block and its index there
             id(item): (block, index)
@@ -166,18 +169,26 @@ class KernelContext:
         if storage == Storage.SHARED:
             self.out.line(self.shared_buffer(name, source.elem, dims, swizzle, stmt))
         else:
-            total = element_count(dims)
-            if total.value is None:
-                raise LoweringError(
-                    "'=> local' needs a source whose size is known at compile time: a thread's local buffer is "
-                    "its registers, whose count is fixed when the kernel is compiled (use a #define)",
-                    stmt,
-                )
-            self.out.line(f"{elements.c_type(source.elem)} {name}[{total.value}];")
+            self.out.line(self.local_buffer(name, source.elem, element_count(dims), stmt))
         own = buffer(source.elem, cexpr.name(name), dims, storage, name, swizzle)
         if future is None or future not in self.rotations.groups or storage != Storage.SHARED:
             return own
         return self.rotations.held_buffer(self, stmt, future, own)
+
+    def local_buffer(self, name: str, elem: str, total: CExpr, node: ast.Stmt) -> str:
+        """The declaration of a thread's local buffer `name` (a line of C): an array in registers, or, where
+        the call's arguments give its size, the thread's slice of a global scratch array sized at launch."""
+        element = elements.c_type(elem)
+        if total.value is not None:
+            copies = "  // one per thread" if self._between_levels(node) else ""
+            return f"{element} {name}[{total.value}];{copies}"
+        scratch = self.names.fresh(f"{name}_scratch")
+        bytes_per_thread = cexpr.multiply(cexpr.const(ELEMENT_BYTES[elem]), total)
+        self.local_scratch.append((scratch, bytes_per_thread, node))
+        return (
+            f"{element}* const {name} = reinterpret_cast<{element}*>({scratch}) + choreo::grid_thread() * "
+            f"size_t({total.text});  // sized at launch: this thread's slice of global scratch"
+        )
 
     def shared_buffer(
         self, name: str, elem: str, dims: tuple[CExpr, ...], swizzle: int, node: ast.Node

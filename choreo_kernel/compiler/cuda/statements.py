@@ -319,21 +319,14 @@ class KernelEmitter(ControlStatements, BoundVariables):
         counts = tuple(self.expressions.integer(d) for d in stmt.array_dims)
         name = self.names.local(stmt.name)
         total = element_count((*counts, *dims))
-        if total.value is None and storage != Storage.SHARED:
-            raise LoweringError(
-                f"{storage} buffer '{stmt.name}' needs a size known at compile time on CUDA (use a #define)",
-                stmt,
-            )
         self.out.source(stmt)
-        element = elements.c_type(stmt.elem_type)
         swizzle = 0
         if storage == Storage.SHARED:
             symbol = self.expressions.declared_by(stmt)
             swizzle = self.swizzles.get(symbol, 0) if symbol is not None else 0
             self.out.line(self.shared_buffer(name, stmt.elem_type, (*counts, *dims), swizzle, stmt))
         elif storage == Storage.LOCAL:
-            copies_note = "  // one per thread" if self._between_levels(stmt) else ""
-            self.out.line(f"{element} {name}[{total.value}];{copies_note}")
+            self.out.line(self.local_buffer(name, stmt.elem_type, total, stmt))
         else:
             raise LoweringError(f"{storage} buffers cannot be declared inside a parallel", stmt)
         view = buffer(stmt.elem_type, cexpr.name(name), dims, storage, stmt.name, swizzle)
