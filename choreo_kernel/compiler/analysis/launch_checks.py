@@ -1,12 +1,11 @@
 """What a launch must satisfy on the hardware: block sizes and the sizes of warp(group) units.
 
 A `group-4` level is 128 threads per instance and a `group` level 32, so whatever is nested in
-one makes at most that many (fewer make a virtual unit, as in Croqtile); a block holds at most
-1024 threads. Sibling parallels in one block may make different counts (the block is the
-largest), but no barrier inside a smaller one can wait for its idle threads. Sizes come from
-the launch model; a size that depends on the arguments is checked when the function is called.
-A kernel whose levels do not nest is not checked here: the nesting error explains it, and its
-sizes mean nothing."""
+one makes at most that many (fewer make a virtual unit, as in Croqtile); a block holds at most 1024 threads, and sibling parallels in
+one block make one block size (language.md 12.9). Sizes come from the launch model; a size that
+depends on the arguments is checked when the function is called. A kernel whose levels do not
+nest is not checked here: the nesting error explains it, and its sizes mean nothing.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ def check_launches(launches: FunctionLaunches, badly_nested: set[int], sink: Dia
         for stmt in ast.walk_statements(kernel):
             if isinstance(stmt, ast.Parallel):
                 _check_units(launch, stmt, sink)
-                _check_idle_threads(launch, stmt, sink)
             elif isinstance(stmt, ast.NamedBarrier):
                 _check_named_barrier(launch, stmt, sink)
 
@@ -38,8 +36,20 @@ def _check_block_size(launch: KernelLaunch, sink: DiagnosticSink) -> None:
     if launch.first_inner < len(kernel.clauses):
         _at_most_a_block(launch.block_size, kernel, sink)
         return
-    for inner in inner_parallels(kernel.body):  # siblings may differ: the block is the largest
-        _at_most_a_block(launch.size_of(inner, 0), inner, sink)
+    first: tuple[ast.Parallel, int] | None = None
+    for inner in inner_parallels(kernel.body):
+        count = launch.size_of(inner, 0)
+        if not isinstance(count, int):
+            continue
+        _at_most_a_block(count, inner, sink)
+        if first is None:
+            first = (inner, count)
+        elif count != first[1]:
+            sink.error(
+                f"sibling parallels in one block have different thread counts: {first[1]} (line "
+                f"{first[0].span.line}) and {count}; the block size is one number",
+                inner.span,
+            )
 
 
 def _at_most_a_block(count: object, stmt: ast.Parallel, sink: DiagnosticSink) -> None:
@@ -47,21 +57,6 @@ def _at_most_a_block(count: object, stmt: ast.Parallel, sink: DiagnosticSink) ->
         sink.error(
             f"a block of {count} threads: at most {MAX_THREADS_PER_BLOCK} threads per block", stmt.span
         )
-
-
-def _check_idle_threads(launch: KernelLaunch, stmt: ast.Parallel, sink: DiagnosticSink) -> None:
-    """A parallel smaller than its siblings leaves threads idle: they never reach a barrier inside it."""
-    idle = launch.idle_below(stmt)
-    if idle is None:
-        return
-    for inner in ast.walk_statements(stmt.body):
-        if isinstance(inner, ast.Sync | ast.Barrier | ast.NamedBarrier):
-            size, unit = idle
-            sink.error(
-                f"this barrier is inside the parallel at line {stmt.span.line}, which runs on {size} of the "
-                f"{unit} threads its siblings make; the others idle and never reach it: synchronize after it",
-                inner.span,
-            )
 
 
 def _check_units(launch: KernelLaunch, stmt: ast.Parallel, sink: DiagnosticSink) -> None:

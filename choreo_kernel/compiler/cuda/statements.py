@@ -152,15 +152,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
 
     def _Parallel(self, stmt: ast.Parallel, tail: bool) -> None:
         self.out.source(stmt)
-        idle = self.threads.launch.idle_below(stmt)
-        if idle is not None:  # fewer threads than its siblings: the first of each instance run it
-            size, unit = idle
-            rank = "threadIdx.x" if unit == self.threads.block_threads else f"threadIdx.x % {unit}"
-            self.out.line(f"// {size} of the {unit} threads its siblings make run it; the others idle")
-            head = f"if ({rank} < {size})"
-        else:
-            head = ""
-        with self.out.block(head):
+        with self.out.block(""):
             self._thread_variables(stmt)
             self._body(stmt.body, tail)
         context = self.info.context_of[id(stmt)]

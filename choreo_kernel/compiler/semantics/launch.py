@@ -7,10 +7,6 @@ a variable is `(thread / stride) % extent`, its stride the number of threads eac
 spans. A level's unit is the threads of one of its instances: 128 for a warpgroup, the product
 of the counts inside it for a block.
 
-Sibling parallels in one level's body may make different numbers of threads: the level's unit
-is the largest (as in Croqtile, whose block size is the largest of its parallels), and a smaller
-sibling runs on the first threads of each instance while the others idle.
-
 Statements run per thread where they sit in the innermost level, and once per instance of the
 enclosing level where parallels nested in its body make the threads ("between levels"). A
 `dma` operation runs once per instance of its innermost level, its threads cooperating; a
@@ -99,18 +95,12 @@ class Structure:
         self.levels_of = levels_of
         self.owner: dict[int, tuple[ast.Parallel, int]] = {}  # id(clause) -> its parallel, its position
         self.nested: dict[int, ast.Parallel | None] = {}  # id(parallel) -> the first parallel inside it
-        self.siblings: dict[int, tuple[ast.Parallel, ...]] = {}  # id(parallel) -> every parallel inside it
-        self.parent: dict[int, ast.Parallel] = {}  # id(parallel) -> the parallel whose body holds it
         self.kernels: list[ast.Parallel] = []  # the outermost parallels, in source order
         for stmt in ast.walk_statements(body):
             if isinstance(stmt, ast.Parallel):
                 for position, clause in enumerate(stmt.clauses):
                     self.owner[id(clause)] = (stmt, position)
-                inside = tuple(inner_parallels(stmt.body))
-                self.nested[id(stmt)] = inside[0] if inside else None
-                self.siblings[id(stmt)] = inside
-                for child in inside:
-                    self.parent[id(child)] = stmt
+                self.nested[id(stmt)] = next(inner_parallels(stmt.body), None)
         self.kernels = [kernel for stmt in body_statements(body) for kernel in inner_parallels(stmt)]
 
     def first_below_block(self, stmt: ast.Parallel) -> int:
@@ -183,25 +173,10 @@ class KernelLaunch:
         return self._sizes[key]
 
     def _inner(self, stmt: ast.Parallel) -> Dim:
-        """Threads of one instance of the innermost level of `stmt`: the largest of the parallels inside
-        (the first, where a size is not known at compile time), or the level's own unit."""
-        sizes = [self.size_of(nested, 0) for nested in self.structure.siblings[id(stmt)]]
-        if not sizes:
-            return self.structure.levels_of[id(stmt)][-1].unit or 1
-        if all(isinstance(size, int) for size in sizes):
-            return max(sizes)
-        return sizes[0]
-
-    def idle_below(self, stmt: ast.Parallel) -> tuple[int, int] | None:
-        """For a parallel that makes fewer threads than its siblings: (its threads, the instance's), the
-        threads of each instance from the first on that run it; None where it fills the instance."""
-        parent = self.structure.parent.get(id(stmt))
-        if parent is None:
-            return None
-        size, unit = self.size_of(stmt, 0), self._inner(parent)
-        if isinstance(size, int) and isinstance(unit, int) and size < unit:
-            return size, unit
-        return None
+        nested = self.structure.nested[id(stmt)]
+        if nested is not None:
+            return self.size_of(nested, 0)
+        return self.structure.levels_of[id(stmt)][-1].unit or 1
 
     def size(self, stmt: ast.Parallel, start: int) -> int:
         return _known(self.size_of(stmt, start), stmt)
@@ -328,29 +303,16 @@ class KernelLaunch:
             self._reach[key] = reached
         return reached
 
-    def _active(self, context: Context) -> list[int]:
-        """The threads of the block that the statement's parallels run on: all, but for those that idle in
-        a parallel smaller than its siblings."""
-        threads = range(self.threads)
-        parallels = {id(self.structure.owner[id(scope.clause)][0]): scope for scope in context.levels}
-        limits = [
-            idle
-            for scope in parallels.values()
-            if (idle := self.idle_below(self.structure.owner[id(scope.clause)][0])) is not None
-        ]
-        return [t for t in threads if all(t % unit < size for size, unit in limits)]
-
     def _evaluate_reach(self, context: Context, lookup: Lookup | None) -> frozenset[int] | None:
         if not self.is_static:
             return None
-        active = self._active(context)
         if not context.predicates:
-            return frozenset(active)
+            return frozenset(range(self.threads))
         if self.threads > MAX_ENUMERATED_THREADS:
             return None
         variables = [v for scope in context.levels for v in self.clause_variables(scope.clause)]
         reached: set[int] = set()
-        for thread in active:
+        for thread in range(self.threads):
             values = {v.symbol: v.at(thread) for v in variables if v.symbol is not None}
 
             def value_of(name: ast.Name, values: dict[Symbol, int] = values) -> HostValue:
