@@ -1,7 +1,7 @@
 """What a launch must satisfy on the hardware: block sizes and the sizes of warp(group) units.
 
 A `group-4` level is 128 threads per instance and a `group` level 32, so whatever is nested in
-one makes at most that many (fewer make a virtual unit, as in Croqtile); a block holds at most 1024 threads, and sibling parallels in
+one must make exactly that many; a block holds at most 1024 threads, and sibling parallels in
 one block make one block size (language.md 12.9). Sizes come from the launch model; a size that
 depends on the arguments is checked when the function is called. A kernel whose levels do not
 nest is not checked here: the nesting error explains it, and its sizes mean nothing.
@@ -60,32 +60,16 @@ def _at_most_a_block(count: object, stmt: ast.Parallel, sink: DiagnosticSink) ->
 
 
 def _check_units(launch: KernelLaunch, stmt: ast.Parallel, sink: DiagnosticSink) -> None:
-    """Whatever is nested in a warpgroup or warp level makes at most one unit of threads. Fewer make a
-    virtual one (Croqtile's groups are virtual: its instances are the threads inside it), which an
-    `mma` cannot run on: WGMMA takes a whole warpgroup."""
+    """Whatever is nested in a warpgroup or warp level makes exactly one unit of threads."""
     for index, level in enumerate(launch.structure.levels_of[id(stmt)]):
-        if level not in (Level.WARPGROUP, Level.WARP) or level.unit is None:
+        if level not in (Level.WARPGROUP, Level.WARP):
             continue
         inside = launch.size_of(stmt, index + 1)
-        if not isinstance(inside, int):
-            continue
-        if inside > level.unit:
+        if isinstance(inside, int) and inside != level.unit:
             sink.error(
                 f"a '{level}' level has {level.unit} threads per unit, but the levels inside it make {inside}",
                 stmt.clauses[index].span,
             )
-        elif inside < level.unit and level == Level.WARPGROUP:
-            mma = next((op for op in _operations(stmt.body) if op.operation.family == "mma"), None)
-            if mma is not None:
-                sink.error(
-                    f"this 'mma' runs on a warpgroup of {inside} threads (the levels inside the 'group-4' at "
-                    f"line {stmt.span.line} make {inside}); WGMMA needs a whole warpgroup of 128",
-                    mma.span,
-                )
-
-
-def _operations(body: ast.Stmt) -> list[ast.OperationStmt]:
-    return [stmt for stmt in ast.walk_statements(body) if isinstance(stmt, ast.OperationStmt)]
 
 
 def _check_launch_bounds(launch: KernelLaunch, sink: DiagnosticSink) -> None:

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
-from choreo_kernel.compiler.analysis.scope import Context, LevelScope
+from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.views import LoweringError
-from choreo_kernel.compiler.semantics.launch import Factor, KernelLaunch, UnknownSize, inner_parallels
-from choreo_kernel.compiler.semantics.levels import WARP_THREADS, Level
+from choreo_kernel.compiler.semantics.launch import Factor, KernelLaunch, inner_parallels
+from choreo_kernel.compiler.semantics.levels import WARPGROUP_THREADS, Level
 
 THREAD_INDEX = cexpr.name("threadIdx.x")
 GRID_AXES = ("x", "y", "z")
@@ -35,14 +35,11 @@ class Group:
     rank: CExpr  # this thread's place in the instance
     threads: CExpr
     leader: CExpr  # the condition that picks one thread of the instance
-    straddles: bool = False  # a virtual warp(group) that no hardware warp(group) barrier covers
 
     def barrier(self) -> str | None:
         """The statement that synchronizes the instance, or None for a single thread."""
         if self.level == Level.BLOCK:
             return "__syncthreads();"
-        if self.straddles:
-            return f"__syncthreads();  // a {self.level} of {self.threads.text} threads is no hardware unit: the block meets"
         if self.level == Level.WARPGROUP:
             return "choreo::named_barrier_sync(1 + threadIdx.x / 128, 128);  // this warpgroup's barrier"
         if self.level == Level.WARP:
@@ -63,14 +60,11 @@ class LoweredVariable:
     extent: CExpr  # its bound
 
 
-def unit_group(level: Level, threads: int) -> Group:
-    """An instance of a warpgroup or warp level: `threads` consecutive threads, the first of them its
-    leader. Fewer than the hardware's unit make a virtual one (as Croqtile's groups are): a warp's
-    barrier still covers a virtual warp that divides it, anything else meets at the block's."""
-    size = cexpr.const(threads)
+def unit_group(level: Level) -> Group:
+    """An instance of a warpgroup or warp level: consecutive threads, the first of them its leader."""
+    size = cexpr.const(level.unit or 1)
     rank = cexpr.binary("%", THREAD_INDEX, size)
-    covered = threads == level.unit or (level == Level.WARP and WARP_THREADS % threads == 0)
-    return Group(level, rank, size, cexpr.binary("==", rank, cexpr.ZERO), straddles=not covered)
+    return Group(level, rank, size, cexpr.binary("==", rank, cexpr.ZERO))
 
 
 class KernelThreads:
@@ -148,15 +142,8 @@ class KernelThreads:
         if level == Level.THREAD:
             return THREAD_GROUP
         if level in (Level.WARPGROUP, Level.WARP):
-            return unit_group(level, self._unit(context.levels[-1], level))
+            return unit_group(level)
         return Group(Level.BLOCK, THREAD_INDEX, BLOCK_DIM, BLOCK_LEADER)
-
-    def _unit(self, scope: LevelScope, level: Level) -> int:
-        """Threads per instance of a warp(group) level: what the levels inside it make."""
-        try:
-            return self.launch.unit(scope)
-        except UnknownSize:  # sizes the arguments give are checked at the call
-            return level.unit or 1
 
     def issuing_size(self, context: Context) -> int:
         """Threads per instance of the level whose instances each issue a TMA copy (12.2)."""
@@ -166,8 +153,7 @@ class KernelThreads:
         size = self.issuing_size(context)
         if size == self.static_block_threads():
             return Group(Level.BLOCK, THREAD_INDEX, cexpr.const(size), BLOCK_LEADER)
-        above_thread = [scope.level for scope in context.levels if scope.level != Level.THREAD]
-        return unit_group(above_thread[-1] if above_thread else Level.WARP, size)
+        return unit_group(Level.WARPGROUP if size == WARPGROUP_THREADS else Level.WARP)
 
     def instance(self, context: Context) -> CExpr:
         """Which instance of the issuing level this thread belongs to (0 for a block)."""
