@@ -336,3 +336,20 @@ __co__ s32 [{rows}, {cols}] tail(s32 [{shape[0]}, {shape[1]}] a) {{
     np.testing.assert_array_equal(
         ck.compile(source, target="sim").tail(a), a[shape[0] - rows :, shape[1] - cols :]
     )
+
+
+@pytest.mark.parametrize(("n", "elements"), [(8, 2), (10, 3), (1, 1)])
+def test_a_local_buffer_sized_with_cdiv_is_sized_at_launch_as_the_device_rounds(
+    n: int, elements: int
+) -> None:
+    source = """
+__co__ void f(f32 [N] x) {
+  parallel p by 1 : block, t by 4 : thread {
+    local f32 [cdiv(N, 4)] part;
+    part.at(0) = x.at(t);
+  }
+}
+"""
+    (launch,) = launches_of(source, "f")
+    (scratch,) = [parameter for parameter in launch.parameters if parameter.kind == "scratch"]
+    assert scratch.size is not None and evaluate(scratch.size, {"N": n}) == 4 * elements

@@ -8,6 +8,7 @@ a shared buffer, a loop variable with its bound), so scoping follows the front e
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS
@@ -324,7 +325,10 @@ class Expressions(DeviceCallExpressions):
             a, b = args[0].expr, args[1].expr
             if a.value is not None and b.value is not None and b.value > 0:
                 return Operand(cexpr.const(cint.cdiv(a.value, b.value)), "s32")
-            return Operand(cexpr.call("choreo::cdiv", a, b), "s32")
+            quotient = cexpr.call("choreo::cdiv", a, b)
+            if a.term is not None and b.term is not None:  # for the host, as the header computes it
+                quotient = replace(quotient, term=("/", ("+", a.term, ("-", b.term, 1)), b.term))
+            return Operand(quotient, "s32")
         function = MATH_FUNCTIONS.get(name)
         if function is None or len(args) != function.arity:
             raise LoweringError(f"'{name}' has no CUDA lowering", expr)
