@@ -20,7 +20,8 @@ from numpy.lib.stride_tricks import as_strided
 
 import choreo_kernel as ck
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.cuda import emit_program
+from choreo_kernel.compiler.cuda.cexpr import evaluate
+from choreo_kernel.compiler.cuda.emit import emit_program
 from choreo_kernel.compiler.cuda.plan import Launch
 from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.compiler.graph import build_graph
@@ -251,7 +252,9 @@ def test_a_fixed_size_tile_keeps_a_fixed_arena() -> None:
     assert launch.dynamic_shared is None and launch.shared_bytes_for({}) == 8 * 10 * 4
 
 
-def test_local_storage_still_needs_a_fixed_size() -> None:
+@pytest.mark.parametrize("m", [1, 16])
+def test_a_local_tile_sized_by_the_arguments_is_global_scratch_sized_at_launch(m: int) -> None:
+    """`=> local` of an [M, 1] f32 tile: each thread of the grid gets a slice of 4 * M bytes."""
     source = """
 __co__ void f(f32 [M, 8] x) {
   parallel p by 1 : block, t by 8 : thread {
@@ -259,9 +262,25 @@ __co__ void f(f32 [M, 8] x) {
   }
 }
 """
+    (launch,) = launches_of(source, "f")
+    (scratch,) = [parameter for parameter in launch.parameters if parameter.kind == "scratch"]
+    assert scratch.size is not None and evaluate(scratch.size, {"M": m}) == 4 * m
+    assert "choreo::grid_thread()" in emit_program(analyze(source))
+
+
+def test_a_local_buffer_sized_inside_the_kernel_is_refused() -> None:
+    source = """
+__co__ void f(f32 [M, 8] x) {
+  parallel p by 1 : block, t by 8 : thread {
+    foreach k in [M] {
+      local f32 [k] grow;
+    }
+  }
+}
+"""
     (error,) = [d for d in ck.check(source) if d.severity == "error"]
-    assert "'=> local' needs a source whose size is known at compile time" in error.message
-    assert error.line == 4
+    assert "the host cannot know when it launches the kernel" in error.message
+    assert error.line == 5
 
 
 # ------------------------------------------------------------------ parsing
@@ -343,3 +362,20 @@ def test_a_copy_whose_shapes_differ_only_when_it_runs_is_checked_on_cuda_as_on_t
     module.store_rows(src, out, 4)
     np.testing.assert_array_equal(out[:4], src)
     assert (out[4:] == -1).all()
+
+
+@pytest.mark.parametrize(("n", "elements"), [(8, 2), (10, 3), (1, 1)])
+def test_a_local_buffer_sized_with_cdiv_is_sized_at_launch_as_the_device_rounds(
+    n: int, elements: int
+) -> None:
+    source = """
+__co__ void f(f32 [N] x) {
+  parallel p by 1 : block, t by 4 : thread {
+    local f32 [cdiv(N, 4)] part;
+    part.at(0) = x.at(t);
+  }
+}
+"""
+    (launch,) = launches_of(source, "f")
+    (scratch,) = [parameter for parameter in launch.parameters if parameter.kind == "scratch"]
+    assert scratch.size is not None and evaluate(scratch.size, {"N": n}) == 4 * elements

@@ -666,3 +666,10 @@ def walk_expr(expr: Expr) -> Iterator[Expr]:
             for item in value:
                 if isinstance(item, Expr):
                     yield from walk_expr(item)
+
+
+def root_name(expr: Expr | None) -> Name | None:
+    """The name a view, an element or a method chain starts from: `a` of `a.chunkat(i).at(j)`, `(a)[0]`."""
+    while isinstance(expr, Method | Member | Index | Paren):
+        expr = expr.inner if isinstance(expr, Paren) else expr.value
+    return expr if isinstance(expr, Name) else None

@@ -39,6 +39,7 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
+from choreo_kernel.compiler.cuda.cexpr import evaluate as evaluate_term
 from choreo_kernel.compiler.cuda.emit import MAX_SHARED_BYTES
 from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
@@ -459,6 +460,7 @@ class CudaFunction:
             raise ChoreoError.simple(f"{self.name}(): {problem}")
         threads = launch.threads or self._block_threads(launch, values)
         arguments = [self._argument(parameter, values) for parameter in launch.parameters]
+        self._allocate_scratch(launch, arguments, threads * math.prod(grid))
         shared_bytes = self._shared_bytes(launch, arguments)
         if launch.prints:
             sys.stdout.flush()  # Python's output so far comes before the kernel's
@@ -528,7 +530,22 @@ class CudaFunction:
             raise ChoreoError.simple(f"{self.name}(): {problem}")
         return threads
 
+    def _allocate_scratch(self, launch: Launch, arguments: list[Any], threads: int) -> None:
+        """The global scratch of the local buffers sized at launch: their bytes per thread, evaluated from the
+        kernel's scalar arguments, for each thread of the grid."""
+        scalars = {
+            parameter.name: int(argument)
+            for parameter, argument in zip(launch.parameters, arguments)
+            if parameter.kind in ("scalar", "dim", "extent")
+        }
+        for position, parameter in enumerate(launch.parameters):
+            if parameter.kind == "scratch" and parameter.size is not None:
+                size = max(int(evaluate_term(parameter.size, scalars)), 0)
+                arguments[position] = self.backend.cupy.empty(size * threads, dtype=np.uint8)
+
     def _argument(self, parameter: KernelParameter, values: dict[Symbol, Any]) -> Any:
+        if parameter.kind == "scratch":
+            return None  # allocated once the launch's size is known (_allocate_scratch)
         if parameter.kind == "status":
             return self.backend.status_pointer
         if parameter.kind == "grid_barrier":

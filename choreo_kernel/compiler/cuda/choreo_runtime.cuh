@@ -377,6 +377,13 @@ CHOREO_DEVICE void report_timeout(Status* status, unsigned site) {
   __threadfence();
 }
 
+// This thread's place among all the threads of the grid (blocks in x, y, z order, then threadIdx.x): where
+// a local buffer whose size the call's arguments give finds its slice of the launch's global scratch.
+CHOREO_DEVICE size_t grid_thread() {
+  const size_t block = (size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  return block * blockDim.x + threadIdx.x;
+}
+
 // Whether another block of the launch has given up (the host's Status says the same, but reads slower).
 CHOREO_DEVICE unsigned launch_failed(Status*) { return *static_cast<volatile unsigned*>(&choreo_launch_gave_up); }
 

@@ -17,7 +17,7 @@ from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.events import Events
-from choreo_kernel.compiler.cuda.expressions import Expressions, root_name
+from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.roles import elected_paths
 from choreo_kernel.compiler.cuda.rotations import Rotations, rotation_groups
@@ -32,6 +32,7 @@ from choreo_kernel.compiler.cuda.views import (
     element_count,
 )
 from choreo_kernel.compiler.cuda.writer import CodeWriter, Names
+from choreo_kernel.compiler.semantics.launch import UnknownSize
 from choreo_kernel.compiler.semantics.levels import Storage
 
 SHARED_ALIGNMENT = 128  # bytes: what a TMA copy needs of its shared side
@@ -105,6 +106,9 @@ class KernelContext:
         self.shared_memory = names.fresh("shared_memory")
         self.shared_dynamic = names.fresh("shared_dynamic")  # where the buffers sized at launch start
         self.status = names.fresh("status")
+        # local buffers sized at launch: each a slice per thread of a global scratch array the host
+        # allocates for the launch (as Croqtile places them), by parameter name, with bytes per thread
+        self.local_scratch: list[tuple[str, CExpr, ast.Node]] = []
         self.written: set[Symbol] = set()
         self.positions = {  # each statement of a block: the block and its index there
             id(item): (block, index)
@@ -135,6 +139,13 @@ class KernelContext:
             return None
         return self.threads.elected(self.info.context_of[id(stmt)])
 
+    def _between_levels(self, stmt: ast.Stmt) -> bool:
+        """Where the launch model runs `stmt` once per instance of a level: every thread of it runs it."""
+        try:
+            return self.threads.launch.execution_unit(self.info.context_of[id(stmt)]) > 1
+        except UnknownSize:  # an instance of a size the arguments give: more than one thread
+            return True
+
     def _divergent(self, stmt: ast.Stmt) -> bool:
         """Inside an `inthreads` that picks threads below the block: no block-wide barrier may be emitted."""
         context = self.info.context_of[id(stmt)]
@@ -158,18 +169,26 @@ class KernelContext:
         if storage == Storage.SHARED:
             self.out.line(self.shared_buffer(name, source.elem, dims, swizzle, stmt))
         else:
-            total = element_count(dims)
-            if total.value is None:
-                raise LoweringError(
-                    "'=> local' needs a source whose size is known at compile time: a thread's local buffer is "
-                    "its registers, whose count is fixed when the kernel is compiled (use a #define)",
-                    stmt,
-                )
-            self.out.line(f"{elements.c_type(source.elem)} {name}[{total.value}];")
+            self.out.line(self.local_buffer(name, source.elem, element_count(dims), stmt))
         own = buffer(source.elem, cexpr.name(name), dims, storage, name, swizzle)
         if future is None or future not in self.rotations.groups or storage != Storage.SHARED:
             return own
         return self.rotations.held_buffer(self, stmt, future, own)
+
+    def local_buffer(self, name: str, elem: str, total: CExpr, node: ast.Stmt) -> str:
+        """The declaration of a thread's local buffer `name` (a line of C): an array in registers, or, where
+        the call's arguments give its size, the thread's slice of a global scratch array sized at launch."""
+        element = elements.c_type(elem)
+        if total.value is not None:
+            copies = "  // one per thread" if self._between_levels(node) else ""
+            return f"{element} {name}[{total.value}];{copies}"
+        scratch = self.names.fresh(f"{name}_scratch")
+        bytes_per_thread = cexpr.multiply(cexpr.const(ELEMENT_BYTES[elem]), total)
+        self.local_scratch.append((scratch, bytes_per_thread, node))
+        return (
+            f"{element}* const {name} = reinterpret_cast<{element}*>({scratch}) + choreo::grid_thread() * "
+            f"size_t({total.text});  // sized at launch: this thread's slice of global scratch"
+        )
 
     def shared_buffer(
         self, name: str, elem: str, dims: tuple[CExpr, ...], swizzle: int, node: ast.Node
@@ -215,7 +234,7 @@ class KernelContext:
             for operand in target.args[1:]:  # writing the selection writes whichever it chose
                 self.note_written(operand)
             return
-        root = root_name(target)
+        root = ast.root_name(target)
         if root is not None and id(root) in self.info.symbol_of:
             symbol = self.info.symbol_of[id(root)]
             self.written.add(symbol)

@@ -435,12 +435,35 @@ class FunctionLowering:
                     swizzle=tensor_map.swizzle,
                 )
             )
-        order = {"array": 0, "tensor_map": 1, "extent": 2, "scalar": 3, "dim": 4}
+        parameters.extend(self._scratch_parameters(emitter, parameters))
+        order = {"array": 0, "scratch": 0, "tensor_map": 1, "extent": 2, "scalar": 3, "dim": 4}
         parameters.sort(key=lambda parameter: order[parameter.kind])
         if emitter.syncs_grid:
             parameters.append(KernelParameter(emitter.grid_barrier, "grid_barrier", "u32"))
         parameters.append(KernelParameter(emitter.status, "status", "u64"))
         return tuple(parameters)
+
+    @staticmethod
+    def _scratch_parameters(
+        emitter: KernelEmitter, parameters: list[KernelParameter]
+    ) -> list[KernelParameter]:
+        """The global scratch of each local buffer sized at launch, its bytes per thread a term the host
+        evaluates from the kernel's scalar parameters."""
+        known = {p.name for p in parameters if p.kind in ("scalar", "dim", "extent")}
+        scratch = []
+        for name, size, node in emitter.local_scratch:
+            missing = sorted(cexpr.names_in(size.term) - known) if size.term is not None else []
+            if missing or size.term is None:
+                uses = ", ".join(missing) if missing else f"values ({size.text})"
+                raise LoweringError(
+                    f"the size of this local buffer depends on {uses}, which the host cannot know "
+                    "when it launches the kernel: a local buffer sized by the call's arguments is placed in "
+                    "global memory sized at launch (make its extents depend on parameters only, or fix them "
+                    "with a #define)",
+                    node,
+                )
+            scratch.append(KernelParameter(name, "scratch", "u8", size=size.term))
+        return scratch
 
     def _used_host_symbols(self, stmt: ast.Parallel) -> set[Symbol]:
         """Host symbols named in the kernel, with the names their shapes and shape declarations use."""
@@ -474,6 +497,8 @@ class FunctionLowering:
             return f"unsigned* {parameter.name}"
         if parameter.kind == "tensor_map":
             return f"const __grid_constant__ choreo::TensorMap {parameter.name}"
+        if parameter.kind == "scratch":
+            return f"unsigned char* {parameter.name}"
         c_type = elements.c_type(parameter.element)
         if parameter.kind == "array":
             constant = "" if parameter.symbol in written else "const "

@@ -8,6 +8,7 @@ a shared buffer, a loop variable with its bound), so scoping follows the front e
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_BUILTINS
@@ -324,7 +325,10 @@ class Expressions(DeviceCallExpressions):
             a, b = args[0].expr, args[1].expr
             if a.value is not None and b.value is not None and b.value > 0:
                 return Operand(cexpr.const(cint.cdiv(a.value, b.value)), "s32")
-            return Operand(cexpr.call("choreo::cdiv", a, b), "s32")
+            quotient = cexpr.call("choreo::cdiv", a, b)
+            if a.term is not None and b.term is not None:  # for the host, as the header computes it
+                quotient = replace(quotient, term=("/", ("+", a.term, ("-", b.term, 1)), b.term))
+            return Operand(quotient, "s32")
         function = MATH_FUNCTIONS.get(name)
         if function is None or len(args) != function.arity:
             raise LoweringError(f"'{name}' has no CUDA lowering", expr)
@@ -475,10 +479,3 @@ def _bound(index: Operand, node: ast.Node) -> CExpr:
     if index.bound is None:
         raise LoweringError("a chunkat index must be a bounded value", node)
     return index.bound
-
-
-def root_name(expr: ast.Expr | None) -> ast.Name | None:
-    """The name a view, an element or a method chain starts from: `a` of `a.chunkat(i).at(j)`, `(a)[0]`."""
-    while isinstance(expr, ast.Method | ast.Member | ast.Index | ast.Paren):
-        expr = expr.inner if isinstance(expr, ast.Paren) else expr.value
-    return expr if isinstance(expr, ast.Name) else None

@@ -27,7 +27,9 @@ class KernelParameter:
     descriptor of array `symbol` for copies of `box`, outermost first, with `swizzle`),
     "scalar" (a scalar parameter or host scalar), "dim" (a symbolic dimension), "extent"
     (dimension `axis` of array `symbol`, for a `?` dimension), "status" (where a timed-out
-    wait reports) or "grid_barrier" (two counters of a cooperative launch's grid barrier).
+    wait reports), "grid_barrier" (two counters of a cooperative launch's grid barrier) or "scratch"
+    (global memory for the local buffers sized at launch: `size` bytes, a term over the kernel's
+    scalar parameters, for each thread of the grid).
     """
 
     name: str
@@ -37,6 +39,7 @@ class KernelParameter:
     axis: int = 0
     box: tuple[int, ...] = ()
     swizzle: int = 0
+    size: Term | None = None
 
 
 @dataclass(frozen=True)

@@ -341,20 +341,14 @@ class KernelEmitter(ControlStatements, BoundVariables):
         counts = tuple(self.expressions.integer(d) for d in stmt.array_dims)
         name = self.names.local(stmt.name)
         total = element_count((*counts, *dims))
-        if total.value is None and storage != Storage.SHARED:
-            raise LoweringError(
-                f"{storage} buffer '{stmt.name}' needs a size known at compile time on CUDA (use a #define)",
-                stmt,
-            )
         self.out.source(stmt)
-        element = elements.c_type(stmt.elem_type)
         swizzle = 0
         if storage == Storage.SHARED:
             symbol = self.expressions.declared_by(stmt)
             swizzle = self.swizzles.get(symbol, 0) if symbol is not None else 0
             self.out.line(self.shared_buffer(name, stmt.elem_type, (*counts, *dims), swizzle, stmt))
         elif storage == Storage.LOCAL:
-            self.out.line(f"{element} {name}[{total.value}];")
+            self.out.line(self.local_buffer(name, stmt.elem_type, total, stmt))
         else:
             raise LoweringError(f"{storage} buffers cannot be declared inside a parallel", stmt)
         view = buffer(stmt.elem_type, cexpr.name(name), dims, storage, stmt.name, swizzle)
@@ -554,7 +548,9 @@ class KernelEmitter(ControlStatements, BoundVariables):
         padded = tuple(cexpr.add(dim, before, after) for dim, before, after in zip(source.dims, low, high))
         destination = self.destination(stmt, source, dims=padded if low else None)
         self.note_written(operation.destination)
-        group = self._group(stmt)
+        # into a local buffer each thread copies the whole tile into its own copy; elsewhere the
+        # instance's threads share the copy
+        group = THREAD_GROUP if destination.storage == Storage.LOCAL else self._group(stmt)
         cp_async = copies.uses_cp_async(source, destination, operation.is_async)
         if low:
             fill = self._fill_value(transfer, source)

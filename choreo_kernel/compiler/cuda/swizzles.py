@@ -10,7 +10,6 @@ from __future__ import annotations
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Future, Symbol
-from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 SWIZZLES = (32, 64, 128)  # bytes
@@ -54,7 +53,7 @@ def _on_warpgroup(info: FunctionInfo, stmt: ast.OperationStmt) -> bool:
 
 def _buffer(info: FunctionInfo, expr: ast.Expr | None) -> Symbol | None:
     """The shared buffer at the root of a view, through an mma.load fragment."""
-    root = root_name(expr)
+    root = ast.root_name(expr)
     symbol = info.symbol_of.get(id(root)) if root is not None else None
     if (
         symbol is not None

@@ -36,7 +36,6 @@ from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.events import write_once
-from choreo_kernel.compiler.cuda.expressions import root_name
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.rotations import held_variable
 from choreo_kernel.compiler.cuda.views import FutureValue, LoweringError, View, element_count
@@ -180,7 +179,7 @@ class Tma:
                 continue
             context = info.context_of[id(stmt)]
             instances = threads.static_block_threads() // threads.issuing_size(context)
-            root = root_name(stmt.operation.destination)
+            root = ast.root_name(stmt.operation.destination)
             base = stmt.result.id if stmt.result is not None else root.id if root is not None else "tma"
             name = self.emitter.names.fresh(f"{base}_landed")
             offset = self.emitter.arena.allocate(name, 8 * instances, 8)
@@ -485,10 +484,10 @@ class Tma:
     def _array_symbol(self, expr: ast.Expr) -> Symbol:
         """The global array (a parameter or host-level buffer) a TMA copy addresses, through the names
         given to views of it (`head = q.subspan(...).at(b, 0, h, 0).sqz();`)."""
-        root = root_name(expr)
+        root = ast.root_name(expr)
         symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
         while symbol is not None and isinstance(symbol.declaration, ast.Assign):
-            root = root_name(symbol.declaration.value)
+            root = ast.root_name(symbol.declaration.value)
             symbol = self.emitter.info.symbol_of.get(id(root)) if root is not None else None
         value = self.emitter.bindings.get(symbol) if symbol is not None else None
         if symbol is None or not isinstance(value, View) or value.storage != Storage.GLOBAL:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from choreo_kernel.compiler import ast
 from choreo_kernel.runtime.dtypes import numpy_dtype
 from choreo_kernel.runtime.sim.arith import convert, element_type
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.scheduler import Scheduler, Task
+from choreo_kernel.runtime.sim.values import Buffer
 from choreo_kernel.runtime.sim.views import Bounded
 
 if TYPE_CHECKING:
@@ -59,13 +61,18 @@ class Scope:
             raise SimError(f"'{name}' is not declared here")
         return scope
 
-    def put(self, name: str, value: Any, lanes: np.ndarray, threads: int) -> None:
-        """Store `value` for threads `lanes` (of `threads` in the block)."""
+    def put(self, name: str, value: Any, lanes: np.ndarray, threads: int, span: int = 1) -> None:
+        """Store `value` for threads `lanes` (of `threads` in the block), each standing for the `span`
+        threads of its instance from it on (between levels, where every thread of the instance runs
+        the statement and so writes its own copy)."""
         inner = value.value if isinstance(value, Bounded) else value
         bound = value.bound if isinstance(value, Bounded) else None
         if not isinstance(inner, np.ndarray) and _same(lanes, self.lanes):
             self.names[name] = value
             return
+        if span > 1:
+            lanes = covered(lanes, span)
+            inner = np.repeat(inner, span) if isinstance(inner, np.ndarray) else inner
         current = self.names.get(name)
         dtype = _dtype_of(inner)
         if isinstance(current, PerThread):
@@ -81,6 +88,11 @@ class Scope:
                 values.fill(previous)
         values[lanes] = inner
         self.names[name] = PerThread(values, bound)
+
+
+def covered(lanes: np.ndarray, span: int) -> np.ndarray:
+    """The threads that representatives `lanes` stand for: each the first of `span` threads."""
+    return (lanes[:, None] + np.arange(span)).ravel() if span > 1 else lanes
 
 
 def _same(lanes: np.ndarray, others: np.ndarray) -> bool:
@@ -135,6 +147,7 @@ class Frame:
     lanes: np.ndarray  # the threads of the block that run the statement, ascending
     task: Task
     block: Block
+    span: int = 1  # threads each lane stands for: its instance's, between levels (semantics/launch.py)
 
     def narrow(self, lanes: np.ndarray) -> Frame:
         return replace(self, lanes=lanes)
@@ -142,7 +155,7 @@ class Frame:
     def enter(self, lanes: np.ndarray | None = None) -> Frame:
         """A frame with a new inner scope (for the threads `lanes`, by default the same ones)."""
         lanes = self.lanes if lanes is None else lanes
-        return Frame(Scope(self.scope, lanes), lanes, self.task, self.block)
+        return replace(self, scope=Scope(self.scope, lanes), lanes=lanes)
 
     def store(self, name: str, value: Any, scope: Scope | None = None) -> None:
         """Assign `name` where it is declared (or declare it in `scope`), converted to its declared type."""
@@ -150,4 +163,12 @@ class Frame:
         elem = target.types.get(name)
         if elem is not None:
             value = convert(value.value if isinstance(value, Bounded) else value, elem)
-        target.put(name, value, self.lanes, self.block.threads)
+        target.put(name, value, self.lanes, self.block.threads, self.span)
+
+
+def per_thread_buffer(target: ast.Expr, frame: Frame) -> Buffer | None:
+    """The local buffer (one copy per thread) that a store's target writes into, if it is one."""
+    root = ast.root_name(target)
+    owner = frame.scope.find(root.id) if root is not None else None
+    value = owner.names[root.id] if owner is not None and root is not None else None
+    return value if isinstance(value, Buffer) and value.per_thread else None

@@ -16,7 +16,7 @@ import math
 import random
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,7 +39,7 @@ from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget, EventWait, Need
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.fragments import Fragments
-from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope, read
+from choreo_kernel.runtime.sim.frames import Block, Frame, PerThread, Scope, per_thread_buffer, read
 from choreo_kernel.runtime.sim.instances import instances
 from choreo_kernel.runtime.sim.issue import Issuer, futures
 from choreo_kernel.runtime.sim.limits import MAX_BYTES, MAX_STEPS, gigabytes, index_space
@@ -352,6 +352,10 @@ class Interpreter(ControlStatements):
         if operator:
             value = arith.binary(operator, element.load(), plain(value))
         element.store(plain(value))
+        if frame.span > 1:  # between levels: each thread of the instance stores into its own local copy
+            local = per_thread_buffer(target, frame)
+            if local is not None:
+                local.share_store(element.index, frame.span)
 
     def _expr_stmt(self, stmt: ast.ExprStmt, frame: Frame) -> None:
         expr = stmt.expr
@@ -425,6 +429,7 @@ class Interpreter(ControlStatements):
             start.block.place(index, tuple(count for _, count in axes))
             start.block.launch = self._bind_launch(stmt, start)
             start.block.threads = start.block.launch.threads
+            start = replace(start, span=start.block.threads)  # block-level code: once for the whole block
             if clusters.shape is not None:
                 clusters.place(start, index)
                 continue
@@ -472,7 +477,7 @@ class Interpreter(ControlStatements):
         step = launch.body_unit(stmt)
         if step > 1:  # statements between levels: once per instance
             lanes = lanes[lanes % step == 0]
-        inner = frame.enter(lanes)
+        inner = replace(frame.enter(lanes), span=step)
         threads = np.arange(frame.block.threads, dtype=np.int32)
         for variable in launch.variables(stmt, start):
             if variable.name:
@@ -504,7 +509,7 @@ class Interpreter(ControlStatements):
         lanes = self.evaluator.selected(stmt.condition, frame)
         if lanes.size:
             path = Task(f"path 'inthreads.async ({expression(stmt.condition)})' (line {stmt.span.line})")
-            path.run = self._path(stmt.body, rest, Frame(frame.scope, lanes, path, frame.block))
+            path.run = self._path(stmt.body, rest, replace(frame, lanes=lanes, task=path))
             frame.block.scheduler.spawn(path)
         return lanes
 

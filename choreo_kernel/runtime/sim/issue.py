@@ -22,7 +22,7 @@ from choreo_kernel.compiler.semantics.levels import WARP_THREADS
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
-from choreo_kernel.runtime.sim.frames import Frame
+from choreo_kernel.runtime.sim.frames import Frame, per_thread_buffer
 from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.operations import (
     Accumulator,
@@ -122,6 +122,9 @@ class Issuer:
             frame.block.scheduler.issue(result)
         else:
             result.complete()
+            local = per_thread_buffer(target, frame) if frame.span > 1 else None
+            if local is not None:  # between levels every thread of the instance copies into its own copy
+                local.share_store(destination.indices(), frame.span)
         return result
 
     def _padding(self, items: tuple[ast.Expr | int, ...] | None, at: Frame) -> list[int]:

@@ -58,6 +58,15 @@ class Buffer:
         rest = tuple(self.base.shape[1:])
         return View(self.base, lanes * math.prod(rest), rest, compact_strides(rest))
 
+    def share_store(self, index: Any, span: int) -> None:
+        """Give the elements a store between levels wrote in a lane's copy (flat `index`, per lane) to the
+        other `span - 1` threads of its instance: on the GPU every one of them made that store."""
+        row = self.base.size // self.base.shape[0]
+        index = np.asarray(index).reshape(-1)
+        copies = (index[:, None] + row * np.arange(1, span)).ravel()
+        flat = self.base.reshape(-1)
+        flat[copies] = np.repeat(flat[index], span - 1)
+
     def slot(self, indices: list[Any], lanes: np.ndarray) -> View | Slots:
         """`stage[slot]`, `b[i][j]`: one buffer of the array, by physical slot; with fewer indices than the
         array's dimensions, the sub-array they select."""

@@ -266,6 +266,10 @@ class View:
                 f"{self.base.size} elements"
             )
 
+    def indices(self) -> np.ndarray:
+        """The flat index of every element in the base (per thread where the tile differs between threads)."""
+        return self._grid()
+
     def _grid(self) -> np.ndarray:
         """The flat index of every element: of `dims`, or `(threads, *dims)` when it differs between threads."""
         index = np.zeros(self.dims, dtype=np.int64)

@@ -195,11 +195,10 @@ class ResolverBase:
                 "declare it inside a 'block' level parallel",
                 span,
             )
-        elif storage == Storage.LOCAL and not context.below_block:
-            where = "at block level" if context.in_parallel else "at host level"
+        elif storage == Storage.LOCAL and not context.in_block:
             self.error(
-                f"local {what} '{name}' is declared {where}; local storage belongs to one thread: "
-                "declare it inside a thread-level scope",
+                f"local {what} '{name}' is declared at host level; local storage belongs to one thread: "
+                "declare it inside a parallel (each thread of the block then has its own copy)",
                 span,
             )
         elif storage == Storage.GLOBAL and context.in_parallel and what == "buffer":
