@@ -217,7 +217,10 @@ class BufferDecl(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class ScalarDecl(Stmt):
-    """`int x = 3;`, `mutable int k = 0;`, `f32 v = ...;` (one node per declarator)."""
+    """`int x = 3;`, `mutable int k = 0;`, `f32 v = ...;` (one node per declarator).
+
+    `element_typed`: declared with an element type name (`s32`, `f32`, not `int` or `bool`), which
+    makes the scalar re-assignable as in Croqtile; `mutable` is the keyword as written."""
 
     mutable: bool
     type_name: str | None
@@ -225,6 +228,7 @@ class ScalarDecl(Stmt):
     name_span: Span
     init: Expr | None
     storage: str | None = None
+    element_typed: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -651,3 +655,23 @@ def walk_expr(expr: Expr) -> Iterator[Expr]:
             for item in value:
                 if isinstance(item, Expr):
                     yield from walk_expr(item)
+
+
+def written_names(body: Block) -> frozenset[str]:
+    """The names that some statement of `body` writes: an assignment's target (`x = e`, `x += e`), an
+    increment (`x++`), an output of inline assembly."""
+    names: set[str] = set()
+    for stmt in walk_statements(body):
+        if isinstance(stmt, Assign) and isinstance(stmt.target, Name):
+            names.add(stmt.target.id)
+        elif isinstance(stmt, Asm):
+            names.update(o.expr.id for o in stmt.outputs if isinstance(o.expr, Name))
+        for value in vars(stmt).values():
+            for expr in value if isinstance(value, tuple) else (value,):
+                if isinstance(expr, Expr):
+                    names.update(
+                        e.operand.id
+                        for e in walk_expr(expr)
+                        if isinstance(e, IncDec) and isinstance(e.operand, Name)
+                    )
+    return frozenset(names)
