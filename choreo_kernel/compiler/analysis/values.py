@@ -53,6 +53,9 @@ SUB_BYTE_BITS = {
     "bin1": 1,
 }
 NARROW_FLOAT_TYPES = ("f16", "bf16", "f8_e4m3", "f8_e5m2")  # stored as their bits, computed in f32
+# The narrow floats that device functions take as data: a pointer to CUDA's own type, from its header
+# (the sim's prelude defines the same names for the host compiler).
+CUDA_HALF_TYPES = {"f16": ("__half", "cuda_fp16.h"), "bf16": ("__nv_bfloat16", "cuda_bf16.h")}
 ELEMENT_BYTES = {
     "f64": 8,
     "f32": 4,

@@ -13,6 +13,7 @@ from choreo_kernel.compiler.analysis.builtins import ATOMIC_TYPES, NAMED_OPERAND
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
+    CUDA_HALF_TYPES,
     NARROW_FLOAT_TYPES,
     UNKNOWN,
     Bounded,
@@ -81,13 +82,15 @@ class DeviceRules(ResolverBase):
             return DeviceArgument("value", "f32" if value.type in NARROW_FLOAT_TYPES else value.type)
         if isinstance(value, Bounded):
             return DeviceArgument("value", "s32")
-        if isinstance(value, Data) and value.elem not in NARROW_FLOAT_TYPES:
+        if isinstance(value, Data) and (
+            value.elem not in NARROW_FLOAT_TYPES or value.elem in CUDA_HALF_TYPES
+        ):
             return DeviceArgument("data", value.elem)
         which = f"the {ordinal(position)} argument of '{callee}'"
         if isinstance(value, Data):
             problem = (
-                f"{which} is {value.elem} data, which device functions cannot take yet (CUDA's own "
-                f"{value.elem} type needs a header NVRTC does not see): pass f32 data"
+                f"{which} is {value.elem} data, which device functions cannot take yet (f16 and bf16 data "
+                f"can be passed, as CUDA's __half and __nv_bfloat16): pass f32 data"
             )
         elif isinstance(value, DeviceResult):
             problem = (
