@@ -163,6 +163,15 @@ class Cast(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class ForeignCast(Expr):
+    """`__to<"const float*">(nullptr)`: a C cast to a type written as C++ text, for an argument of a
+    device function call (Croqtile's foreign cast)."""
+
+    c_type: str
+    operand: Expr
+
+
+@dataclass(frozen=True, eq=False)
 class AnyDim(Expr):
     """`?` in a parameter shape: any size, bound from the argument; `??` (`unbounded`): a size nothing
     states, which only a global parameter may have."""

@@ -543,6 +543,10 @@ class _AstBuilder(SignatureRules):
     cast_call = cast
     cast_to = cast
 
+    def foreign_cast(self, meta: Any, children: list[Any]) -> ast.ForeignCast:
+        c_type, operand = children
+        return ast.ForeignCast(self._span(meta), _unescape(str(c_type)[1:-1]), operand)
+
     def member(self, meta: Any, children: list[Any]) -> ast.Member:
         value, name = children
         return ast.Member(self._span(meta), value, str(name), self._token_span(name))

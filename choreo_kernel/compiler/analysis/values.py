@@ -400,10 +400,12 @@ class TemplateValue:
 @dataclass(frozen=True)
 class DeviceArgument:
     """What a device call passes: a scalar of Choreo type `type` by value ("value"), a pointer to
-    the first element of data of element type `type` ("data"), or a null pointer ("null")."""
+    the first element of data of element type `type` ("data"), or a null pointer ("null"); `cast` is
+    the C++ type of a foreign cast around it (`__to<"const float*">(x)`), None without one."""
 
     kind: str
     type: str = ""
+    cast: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
@@ -90,6 +91,9 @@ class DeviceCallExpressions:
         return Operand(cexpr.raw(result, pure=False), call.result)
 
     def _device_argument(self, arg: ast.Expr, passed: DeviceArgument) -> CExpr:
+        if isinstance(arg, ast.ForeignCast) and passed.cast is not None:  # `__to<"T">(x)`: ((T)(x))
+            inner = self._device_argument(arg.operand, replace(passed, cast=None))
+            return cexpr.raw(f"(({passed.cast})({inner.text}))")
         if passed.kind == "null":
             return cexpr.raw("nullptr")
         if passed.kind == "data" and passed.type in CUDA_HALF_TYPES:  # choreo::f16 holds a __half's bits
@@ -100,6 +104,9 @@ class DeviceCallExpressions:
             return self.view(arg).start
         value = self.operand(arg)
         return elements.convert(value.expr, value.type, passed.type)
+
+    def _ForeignCast(self, expr: ast.ForeignCast) -> Operand:
+        raise LoweringError("a foreign cast is lowered only as an argument of a device function call", expr)
 
     def _atomic(self, name: str, expr: ast.Call) -> Operand:
         if len(expr.args) != atomic_arity(name):

@@ -71,6 +71,7 @@ class Evaluator(DeviceEvaluation):
         ast.Cast: "_cast",
         ast.AnyDim: "_any_dim",
         ast.DeviceCall: "_device_call",
+        ast.ForeignCast: "_foreign_cast",
     }
 
     def __init__(self, device: DeviceLibrary | None = None) -> None:
@@ -428,6 +429,10 @@ class Evaluator(DeviceEvaluation):
             left, right = self._derived(shape, item.left, frame), self._derived(shape, item.right, frame)
             return int(arith.binary(item.op, left, right))
         return self.uniform_int(item, frame)
+
+    @staticmethod
+    def _foreign_cast(expr: ast.ForeignCast, frame: Frame) -> Any:
+        raise SimError("a foreign cast is only an argument of a device function call")  # the analysis says so
 
     def _element_count(self, expr: ast.ElementCount, frame: Frame) -> int:
         value = self.raw(expr.operand, frame)
