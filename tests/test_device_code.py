@@ -421,3 +421,52 @@ def test_float_adds_to_one_element_run_in_thread_order() -> None:
         assert old[position] == expected
         expected = np.float32(expected + value)
     assert total[0] == expected
+
+
+HALF_CALL = """\
+__device__ void touch(DATA_TYPE* x) { x[0] = x[0]; }
+__co__ void k(global ELEM [32] x) {
+  parallel t by 32 : thread {
+    call touch(x.chunkat(t));
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("elem", "c_type", "header"), [("f16", "__half", "cuda_fp16.h"), ("bf16", "__nv_bfloat16", "cuda_bf16.h")]
+)
+def test_half_data_is_passed_as_cudas_own_type_with_its_header(elem: str, c_type: str, header: str) -> None:
+    source = HALF_CALL.replace("DATA_TYPE", c_type).replace("ELEM", elem)
+    emitted = emit_program(analyze(source, filename="half.co"))
+    assert f"#include <{header}>" in emitted
+    assert f"touch(reinterpret_cast<{c_type}*>(x + t))" in emitted
+
+
+def test_cuda_headers_are_included_only_where_half_types_are_used() -> None:
+    source = HALF_CALL.replace("DATA_TYPE", "float").replace("ELEM", "f32")
+    assert "#include <cuda_" not in emit_program(analyze(source, filename="float.co"))
+
+
+def test_nvrtc_is_given_cudas_include_directory_only_for_the_half_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from choreo_kernel.runtime import cuda_include
+
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "cuda_fp16.h").write_text("// CUDA's header\n")
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path))
+    cuda_include.cuda_include_directory.cache_clear()
+    try:
+        assert cuda_include.include_options("int x;\n") == ()
+        assert cuda_include.include_options("#include <cuda_fp16.h>\n") == (f"-I{tmp_path / 'include'}",)
+        (tmp_path / "include" / "cuda_fp16.h").unlink()
+        monkeypatch.setattr(cuda_include.sys, "path", [])
+        monkeypatch.delenv("CUDA_HOME", raising=False)
+        monkeypatch.setattr(cuda_include, "_cupy_cuda_path", lambda: None)
+        monkeypatch.setattr(cuda_include, "_TOOLKIT", str(tmp_path / "none"))
+        cuda_include.cuda_include_directory.cache_clear()
+        with pytest.raises(cuda_include.MissingCudaHeaders, match="CUDA_PATH"):
+            cuda_include.include_options("#include <cuda_bf16.h>\n")
+    finally:
+        cuda_include.cuda_include_directory.cache_clear()

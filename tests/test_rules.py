@@ -411,7 +411,7 @@ __co__ void k(global f32 [4, 64] x) {
     load = dma.copy.async x.at(b) => shared;
     wait load;
     event e;
-    f32 v = 1.0f;
+    bool v = true;
     ASSIGN
   }
 }
@@ -421,7 +421,7 @@ __co__ void k(global f32 [4, 64] x) {
 @pytest.mark.parametrize(
     ("assign", "advice"),
     [
-        ("v = 2.0f;", "(declare it as 'mutable f32 v = ...')"),
+        ("v = false;", "(declare it as 'mutable bool v = ...')"),
         (
             "tile = x.at(b);",
             "copy into it ('dma.copy SRC => tile;') or assign its elements ('tile.at(i) = ...')",

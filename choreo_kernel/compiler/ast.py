@@ -163,6 +163,15 @@ class Cast(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class ForeignCast(Expr):
+    """`__to<"const float*">(nullptr)`: a C cast to a type written as C++ text, for an argument of a
+    device function call (Croqtile's foreign cast)."""
+
+    c_type: str
+    operand: Expr
+
+
+@dataclass(frozen=True, eq=False)
 class AnyDim(Expr):
     """`?` in a parameter shape: any size, bound from the argument; `??` (`unbounded`): a size nothing
     states, which only a global parameter may have."""
@@ -217,7 +226,10 @@ class BufferDecl(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class ScalarDecl(Stmt):
-    """`int x = 3;`, `mutable int k = 0;`, `f32 v = ...;` (one node per declarator)."""
+    """`int x = 3;`, `mutable int k = 0;`, `f32 v = ...;` (one node per declarator).
+
+    `element_typed`: declared with an element type name (`s32`, `f32`, not `int` or `bool`), which
+    makes the scalar re-assignable as in Croqtile; `mutable` is the keyword as written."""
 
     mutable: bool
     type_name: str | None
@@ -225,6 +237,7 @@ class ScalarDecl(Stmt):
     name_span: Span
     init: Expr | None
     storage: str | None = None
+    element_typed: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -673,3 +686,23 @@ def root_name(expr: Expr | None) -> Name | None:
     while isinstance(expr, Method | Member | Index | Paren):
         expr = expr.inner if isinstance(expr, Paren) else expr.value
     return expr if isinstance(expr, Name) else None
+
+
+def written_names(body: Block) -> frozenset[str]:
+    """The names that some statement of `body` writes: an assignment's target (`x = e`, `x += e`), an
+    increment (`x++`), an output of inline assembly."""
+    names: set[str] = set()
+    for stmt in walk_statements(body):
+        if isinstance(stmt, Assign) and isinstance(stmt.target, Name):
+            names.add(stmt.target.id)
+        elif isinstance(stmt, Asm):
+            names.update(o.expr.id for o in stmt.outputs if isinstance(o.expr, Name))
+        for value in vars(stmt).values():
+            for expr in value if isinstance(value, tuple) else (value,):
+                if isinstance(expr, Expr):
+                    names.update(
+                        e.operand.id
+                        for e in walk_expr(expr)
+                        if isinstance(e, IncDec) and isinstance(e.operand, Name)
+                    )
+    return frozenset(names)

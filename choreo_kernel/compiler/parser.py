@@ -29,6 +29,9 @@ from choreo_kernel.compiler.preprocess import SourceMap
 from choreo_kernel.compiler.signature_rules import SignatureRules
 from choreo_kernel.compiler.syntax_errors import MAX_NESTING, describe_syntax_error, too_deep
 
+# `int x` and `bool b` declare immutable scalars; an element type name (`s32 x`, `f32 v`) declares one
+# that may be re-assigned, as Croqtile's grammar has it (its fundamental types are mutable).
+IMMUTABLE_SCALAR_TYPES = frozenset({"int", "bool"})
 TYPE_ALIASES = {
     "int": "s32",
     "float": "f32",
@@ -148,7 +151,9 @@ class _AsmWord:
 
 
 class _TypeWord(str):
-    pass
+    """An element type's canonical name; `written` is the word in the source (`int` for s32)."""
+
+    written: str
 
 
 @v_args(meta=True)
@@ -180,7 +185,9 @@ class _AstBuilder(SignatureRules):
 
     def type_name(self, meta: Any, children: list[Any]) -> str:
         word = str(children[0])
-        return _TypeWord(TYPE_ALIASES.get(word, word))
+        type_word = _TypeWord(TYPE_ALIASES.get(word, word))
+        type_word.written = word
+        return type_word
 
     def shape(self, meta: Any, children: list[Any]) -> tuple[ast.Expr, ...]:
         return tuple(children)
@@ -215,8 +222,11 @@ class _AstBuilder(SignatureRules):
         storage = next((c for c in children if isinstance(c, _StorageWord)), None)
         type_name = next((c for c in children if isinstance(c, _TypeWord)), None)
         declarators = [c for c in children if isinstance(c, tuple)]
+        element_typed = type_name is not None and type_name.written not in IMMUTABLE_SCALAR_TYPES
         return [
-            ast.ScalarDecl(self._span(meta), mutable, type_name, name, name_span, init, storage)
+            ast.ScalarDecl(
+                self._span(meta), mutable, type_name, name, name_span, init, storage, element_typed
+            )
             for name, name_span, init in declarators
         ]
 
@@ -533,6 +543,10 @@ class _AstBuilder(SignatureRules):
 
     cast_call = cast
     cast_to = cast
+
+    def foreign_cast(self, meta: Any, children: list[Any]) -> ast.ForeignCast:
+        c_type, operand = children
+        return ast.ForeignCast(self._span(meta), _unescape(str(c_type)[1:-1]), operand)
 
     def member(self, meta: Any, children: list[Any]) -> ast.Member:
         value, name = children

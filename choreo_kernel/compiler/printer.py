@@ -119,6 +119,7 @@ EXPRESSIONS: dict[type[ast.Expr], Callable[[Any], str]] = {
     ast.ElementCount: lambda e: f"|{expression(e.operand)}|",
     ast.TypeSize: lambda e: f"|{e.type_name}|",
     ast.Cast: lambda e: f"({e.type_name}){expression(e.operand)}",
+    ast.ForeignCast: lambda e: f'__to<"{e.c_type}">({expression(e.operand)})',
     ast.AnyDim: lambda e: "??" if e.unbounded else "?",
     ast.DeviceCall: lambda e: _device_call(e),
 }

@@ -61,6 +61,7 @@ from choreo_kernel.compiler.semantics.launch import (
 )
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
+from choreo_kernel.runtime.cuda_include import include_options
 from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
@@ -150,7 +151,7 @@ def _cached_cubin(source: str, cache_dir: Path | None) -> tuple[str, Path]:
     from cupy.cuda import nvrtc  # type: ignore[import-not-found]
 
     arch = architecture()
-    options = nvrtc_options(arch)
+    options = (*nvrtc_options(arch), *include_options(source))
     header = header_text()
     key_material = [source, header, arch, options, list(nvrtc.getVersion()), __version__]
     key = hashlib.sha256(json.dumps(key_material).encode()).hexdigest()
@@ -164,7 +165,8 @@ def nvrtc_ptx(source: str, arch: str) -> str:
     _cupy()
     from cupy.cuda import nvrtc
 
-    ptx = _nvrtc(nvrtc, source, header_text(), nvrtc_options(arch), nvrtc.getPTX)
+    options = (*nvrtc_options(arch), *include_options(source))
+    ptx = _nvrtc(nvrtc, source, header_text(), options, nvrtc.getPTX)
     return ptx.decode() if isinstance(ptx, bytes) else str(ptx)
 
 

@@ -77,7 +77,7 @@ def _typed_result(info: FunctionInfo, sink: DiagnosticSink, stmt: ast.Stmt, call
                 f"'mutable int {stmt.name} = call {call.callee}(...)'",
                 stmt.name_span,
             )
-        elif not stmt.mutable:
+        elif not stmt.mutable and not stmt.element_typed:
             sink.error(
                 f"'{stmt.name}' holds the result of device function '{call.callee}', which is only known "
                 f"when it runs: '{stmt.name}' must be annotated as mutable ('mutable {stmt.type_name} "

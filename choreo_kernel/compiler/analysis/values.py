@@ -53,6 +53,9 @@ SUB_BYTE_BITS = {
     "bin1": 1,
 }
 NARROW_FLOAT_TYPES = ("f16", "bf16", "f8_e4m3", "f8_e5m2")  # stored as their bits, computed in f32
+# The narrow floats that device functions take as data: a pointer to CUDA's own type, from its header
+# (the sim's prelude defines the same names for the host compiler).
+CUDA_HALF_TYPES = {"f16": ("__half", "cuda_fp16.h"), "bf16": ("__nv_bfloat16", "cuda_bf16.h")}
 ELEMENT_BYTES = {
     "f64": 8,
     "f32": 4,
@@ -397,10 +400,12 @@ class TemplateValue:
 @dataclass(frozen=True)
 class DeviceArgument:
     """What a device call passes: a scalar of Choreo type `type` by value ("value"), a pointer to
-    the first element of data of element type `type` ("data"), or a null pointer ("null")."""
+    the first element of data of element type `type` ("data"), or a null pointer ("null"); `cast` is
+    the C++ type of a foreign cast around it (`__to<"const float*">(x)`), None without one."""
 
     kind: str
     type: str = ""
+    cast: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,15 @@ the same bits as unsigned, an f16 add in the header), and yields the old value.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import atomic_arity
 from choreo_kernel.compiler.analysis.info import FunctionInfo
-from choreo_kernel.compiler.analysis.values import DeviceArgument, TemplateValue
+from choreo_kernel.compiler.analysis.values import CUDA_HALF_TYPES, DeviceArgument, TemplateValue
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.views import LoweringError, Operand, View
@@ -32,6 +35,28 @@ _ATOMIC_FUNCTIONS = {
 }
 # On 64-bit signed words CUDA has these only for unsigned ones, whose bits they change alike.
 _UNSIGNED_WORD = ("__atomic_add", "__atomic_and", "__atomic_or", "__atomic_xor")
+
+
+# CUDA's half types as device code names them: the translation unit includes their header then.
+_HALF_NAMES = {
+    "cuda_fp16.h": re.compile(r"\b(?:__half2?|half2?|__float2half\w*|__half2float)\b"),
+    "cuda_bf16.h": re.compile(r"\b(?:__nv_bfloat162?|nv_bfloat162?|__float2bfloat16\w*|__bfloat162float)\b"),
+}
+
+
+def cuda_headers(infos: Iterable[FunctionInfo], device_code: Iterable[str]) -> list[str]:
+    """CUDA's headers for the half types the device code uses: those of the f16 and bf16 data its calls
+    pass (as __half*, __nv_bfloat16*), and those it names itself (its own #includes are not kept)."""
+    passed = {
+        CUDA_HALF_TYPES[argument.type][1]
+        for info in infos
+        for call in info.device_calls.values()
+        for argument in call.arguments
+        if argument.kind == "data" and argument.type in CUDA_HALF_TYPES
+    }
+    texts = list(device_code)
+    named = {header for header, names in _HALF_NAMES.items() if any(names.search(text) for text in texts)}
+    return sorted(passed | named)
 
 
 def template_text(values: tuple[TemplateValue, ...]) -> str:
@@ -66,12 +91,22 @@ class DeviceCallExpressions:
         return Operand(cexpr.raw(result, pure=False), call.result)
 
     def _device_argument(self, arg: ast.Expr, passed: DeviceArgument) -> CExpr:
+        if isinstance(arg, ast.ForeignCast) and passed.cast is not None:  # `__to<"T">(x)`: ((T)(x))
+            inner = self._device_argument(arg.operand, replace(passed, cast=None))
+            return cexpr.raw(f"(({passed.cast})({inner.text}))")
         if passed.kind == "null":
             return cexpr.raw("nullptr")
+        if passed.kind == "data" and passed.type in CUDA_HALF_TYPES:  # choreo::f16 holds a __half's bits
+            return cexpr.raw(
+                f"reinterpret_cast<{CUDA_HALF_TYPES[passed.type][0]}*>({self.view(arg).start.text})"
+            )
         if passed.kind == "data":
             return self.view(arg).start
         value = self.operand(arg)
         return elements.convert(value.expr, value.type, passed.type)
+
+    def _ForeignCast(self, expr: ast.ForeignCast) -> Operand:
+        raise LoweringError("a foreign cast is lowered only as an argument of a device function call", expr)
 
     def _atomic(self, name: str, expr: ast.Call) -> Operand:
         if len(expr.args) != atomic_arity(name):

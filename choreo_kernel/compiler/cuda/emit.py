@@ -16,6 +16,7 @@ from choreo_kernel.compiler.analysis.values import UNKNOWN, Scalar, Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import Term
 from choreo_kernel.compiler.cuda.context import SHARED_ALIGNMENT, Arena
+from choreo_kernel.compiler.cuda.device_calls import cuda_headers
 from choreo_kernel.compiler.cuda.expressions import Expressions
 from choreo_kernel.compiler.cuda.host_values import HostUpdate, host_update
 from choreo_kernel.compiler.cuda.plan import (
@@ -91,6 +92,11 @@ def lower_program(analysis: Analysis) -> LoweredProgram:
             out.line()
             out.lines.extend(text.splitlines())
         out.line("}  // namespace choreo")
+    headers = cuda_headers(analysis.functions.values(), (part.text for part in analysis.device_code))
+    if headers:
+        out.line()
+    for header in headers:
+        out.line(f"#include <{header}>  // CUDA's half type: device functions take f16/bf16 data as it")
     if analysis.device_code:
         out.line()
         if any("__co_device__" in part.text for part in analysis.device_code):

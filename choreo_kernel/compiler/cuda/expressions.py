@@ -385,6 +385,8 @@ class Expressions(DeviceCallExpressions):
             return base.at(self.integers(args))
         if name == "span" and isinstance(base, ShapeValue):
             return Operand(self._dimension(base.dims, args, expr), "s32")
+        if name == "span_as" and isinstance(base, BufferSlots):  # from the sub-array's first buffer
+            return base.element.reshaped(self.dims(args))
         view = self._as_view(base, expr)
         if name == "span":
             return Operand(self._dimension(view.dims, args, expr), "s32")
@@ -456,6 +458,8 @@ class Expressions(DeviceCallExpressions):
 
     def _Index(self, expr: ast.Index) -> Lowered:
         base = self.value(expr.value)
+        if id(expr) in self.info.spans_derived:  # `c : x [(0), 1]` derives from x.span
+            base = ShapeValue(self._as_view(base, expr).dims)
         if isinstance(base, BufferSlots):
             return base.slot(tuple(self.integer(i) for i in expr.indices))
         if isinstance(base, ShapeValue):

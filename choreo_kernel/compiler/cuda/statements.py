@@ -378,7 +378,8 @@ class KernelEmitter(ControlStatements, BoundVariables):
             )
         self.out.source(stmt)
         value = self.expressions.operand(stmt.init) if stmt.init is not None else None
-        self._declare_scalar(stmt, stmt.name, value, stmt.mutable)
+        symbol = self.expressions.declared_by(stmt)
+        self._declare_scalar(stmt, stmt.name, value, symbol.mutable if symbol is not None else stmt.mutable)
 
     def _declare_scalar(self, stmt: ast.Stmt, source_name: str, value: Operand | None, mutable: bool) -> None:
         symbol = self.expressions.declared_by(stmt)

@@ -31,7 +31,12 @@ import numpy as np
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.device_checks import own_expressions
-from choreo_kernel.compiler.analysis.values import NARROW_FLOAT_TYPES, DeviceCallInfo
+from choreo_kernel.compiler.analysis.values import (
+    CUDA_HALF_TYPES,
+    NARROW_FLOAT_TYPES,
+    DeviceArgument,
+    DeviceCallInfo,
+)
 from choreo_kernel.compiler.cuda.elements import C_TYPES
 from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
@@ -50,7 +55,13 @@ _MESSAGE = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<column>\d+):)? (?:fatal )?error: (?P<text>.*)$"
 )
 # CUDA headers that device code includes for what the prelude already gives; empty for the host.
-_EMPTY_HEADERS = ("cuda_runtime.h", "cuda.h", "device_launch_parameters.h", "device_functions.h")
+_EMPTY_HEADERS = (
+    "cuda_runtime.h",
+    "cuda.h",
+    "device_launch_parameters.h",
+    "device_functions.h",
+    *(header for _, header in CUDA_HALF_TYPES.values()),
+)
 
 
 @dataclass(frozen=True)
@@ -303,14 +314,7 @@ def _entry_point(site: Site) -> list[str]:
             for v in info.template_args
         ]
         template = f"<{', '.join(texts)}>"
-    args = []
-    for position, argument in enumerate(info.arguments):
-        if argument.kind == "null":
-            args.append("nullptr")
-        elif argument.kind == "data":
-            args.append(f"static_cast<{HOST_TYPES[argument.type]}**>(columns[{position}])[i]")
-        else:
-            args.append(f"static_cast<const {HOST_TYPES[argument.type]}*>(columns[{position}])[i]")
+    args = [_argument(argument, position) for position, argument in enumerate(info.arguments)]
     call = f"{site.call.callee}{template}({', '.join(args)})"
     if info.result is not None:
         host = HOST_TYPES[host_result(info.result)]
@@ -328,6 +332,22 @@ def _entry_point(site: Site) -> list[str]:
         "  return 0;",
         "}",
     ]
+
+
+def _argument(argument: DeviceArgument, position: int) -> str:
+    """What the entry point passes for one argument, from its column; `(T)(...)` for a foreign cast."""
+    if argument.kind == "null":
+        text = "nullptr"
+    elif argument.kind == "data":
+        pointee = (
+            CUDA_HALF_TYPES[argument.type][0]
+            if argument.type in CUDA_HALF_TYPES
+            else HOST_TYPES[argument.type]
+        )
+        text = f"static_cast<{pointee}**>(columns[{position}])[i]"
+    else:
+        text = f"static_cast<const {HOST_TYPES[argument.type]}*>(columns[{position}])[i]"
+    return f"(({argument.cast})({text}))" if argument.cast is not None else text
 
 
 @functools.cache

@@ -90,6 +90,37 @@ template <typename T, typename U, typename V> T atomicCAS(T* a, U compare, V v) 
 inline unsigned atomicInc(unsigned* a, unsigned v) { unsigned old = *a; *a = old >= v ? 0 : old + 1; return old; }
 inline unsigned atomicDec(unsigned* a, unsigned v) { unsigned old = *a; *a = (old == 0 || old > v) ? v : old - 1; return old; }
 
+// ---------------------------------------------------------------------------- CUDA's half types
+// Device functions take f16 and bf16 data as CUDA's __half and __nv_bfloat16 (cuda_fp16.h, cuda_bf16.h,
+// whose includes are empty here): an IEEE half is the host compiler's _Float16, a bfloat16 the high half
+// of a float's bits, rounded to nearest even as CUDA rounds it.
+using __half = _Float16;
+using half = __half;
+inline float __half2float(__half h) { return static_cast<float>(h); }
+inline __half __float2half(float f) { return static_cast<__half>(f); }
+inline __half __float2half_rn(float f) { return static_cast<__half>(f); }
+
+struct __nv_bfloat16 {
+  unsigned short bits;
+  __nv_bfloat16() = default;
+  __nv_bfloat16(float f) {
+    unsigned u;
+    std::memcpy(&u, &f, sizeof u);
+    bits = (u & 0x7fffffffu) > 0x7f800000u ? static_cast<unsigned short>((u >> 16) | 0x40u)  // a NaN stays one
+                                           : static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  operator float() const {
+    unsigned u = static_cast<unsigned>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+};
+using nv_bfloat16 = __nv_bfloat16;
+inline float __bfloat162float(__nv_bfloat16 b) { return b; }
+inline __nv_bfloat16 __float2bfloat16(float f) { return f; }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { return f; }
+
 // --------------------------------------------------------------------------- math and bit tricks
 
 template <typename T, typename U> auto min(T a, U b) -> decltype(a < b ? a : b) { return a < b ? a : b; }

@@ -27,7 +27,7 @@ from choreo_kernel.runtime.sim.events import EventArray, EventTarget
 from choreo_kernel.runtime.sim.frames import Frame, read
 from choreo_kernel.runtime.sim.operations import Fragment, Operation
 from choreo_kernel.runtime.sim.registers import NO_ELEMENTS, RegisterElement, is_register
-from choreo_kernel.runtime.sim.values import BoundedTuple, Buffer, IntTuple, Slots, TupleOf
+from choreo_kernel.runtime.sim.values import BoundedTuple, Buffer, IntTuple, Slots, TupleOf, reshaped_slots
 from choreo_kernel.runtime.sim.views import Bounded, Element, Tiling, View, Window
 
 _SHAPE_OPS = ("+", "-", "*", "/", "%")
@@ -71,6 +71,7 @@ class Evaluator(DeviceEvaluation):
         ast.Cast: "_cast",
         ast.AnyDim: "_any_dim",
         ast.DeviceCall: "_device_call",
+        ast.ForeignCast: "_foreign_cast",
     }
 
     def __init__(self, device: DeviceLibrary | None = None) -> None:
@@ -327,6 +328,8 @@ class Evaluator(DeviceEvaluation):
         if name == "span":
             (index,) = (self.uniform_int(arg, frame) for arg in args)
             return IntTuple(_span(base, frame)).item(index)
+        if name == "span_as" and (isinstance(base, Slots) or (isinstance(base, Buffer) and base.slots)):
+            return reshaped_slots(base, tuple(self.ints(args, frame)), frame.lanes)
         if isinstance(base, Tiling):
             if name == "step":
                 return Tiling(base.view, base.extents, self.ints(args, frame), base.tail)
@@ -413,6 +416,11 @@ class Evaluator(DeviceEvaluation):
             return IntTuple(tuple(self._derived(base, item, frame) for item in expr.indices))
         return self.as_view(base, frame).at(self._indices(expr.indices, frame))
 
+    def derived_from_span(self, expr: ast.Index, frame: Frame) -> IntTuple:
+        """`c : x [(0), 1]` on data `x`: the shape derived from `x.span` (FunctionInfo.spans_derived)."""
+        shape = IntTuple(_span(self.raw(expr.value, frame), frame))
+        return IntTuple(tuple(self._derived(shape, item, frame) for item in expr.indices))
+
     def _derived(self, shape: IntTuple, item: ast.Expr, frame: Frame) -> int:
         """In `s[(0) / 2, (1)]`, `(i)` names dimension i of `s`."""
         if isinstance(item, ast.Paren) and isinstance(item.inner, ast.IntLiteral):
@@ -421,6 +429,10 @@ class Evaluator(DeviceEvaluation):
             left, right = self._derived(shape, item.left, frame), self._derived(shape, item.right, frame)
             return int(arith.binary(item.op, left, right))
         return self.uniform_int(item, frame)
+
+    @staticmethod
+    def _foreign_cast(expr: ast.ForeignCast, frame: Frame) -> Any:
+        raise SimError("a foreign cast is only an argument of a device function call")  # the analysis says so
 
     def _element_count(self, expr: ast.ElementCount, frame: Frame) -> int:
         value = self.raw(expr.operand, frame)

@@ -333,7 +333,10 @@ class Interpreter(ControlStatements):
         return event_arrivals(symbol, self.sites[symbol], self.info.context_of, launch, lookup).count
 
     def _shape_decl(self, stmt: ast.ShapeDecl | ast.TupleDecl, frame: Frame) -> None:
-        value = self.evaluator.value(stmt.value, frame)
+        if isinstance(stmt.value, ast.Index) and id(stmt.value) in self.info.spans_derived:
+            value: Any = self.evaluator.derived_from_span(stmt.value, frame)
+        else:
+            value = self.evaluator.value(stmt.value, frame)
         if not isinstance(value, IntTuple):
             raise SimError(f"'{stmt.name}' needs a shape or a tuple")
         frame.store(stmt.name, value, frame.scope)

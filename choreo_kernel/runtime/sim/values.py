@@ -91,3 +91,15 @@ class Slots:
 
     def slot(self, indices: list[Any], lanes: np.ndarray) -> View | Slots:
         return self.buffer.slot([*self.indices, *indices], lanes)
+
+
+def reshaped_slots(slots: Buffer | Slots, dims: tuple[int, ...], lanes: np.ndarray) -> View:
+    """`b[i].span_as(dims)` of a sub-array of buffers (or of a whole array): its buffers stored one after
+    another in the shape `dims`, or only its first buffer where `dims` holds one buffer's elements
+    (as the analysis decides, resolve/views.py)."""
+    buffer, indices = (slots, []) if isinstance(slots, Buffer) else (slots.buffer, list(slots.indices))
+    whole = buffer.view(lanes).at(indices) if indices else buffer.view(lanes)
+    assert isinstance(whole, View)
+    first = whole.at([0] * (buffer.slots - len(indices)))
+    assert isinstance(first, View)
+    return (first if math.prod(dims) == math.prod(first.dims) else whole).reshape(dims)

@@ -49,6 +49,7 @@ class ResolverBase:
     swizzle_of: dict[str, tuple[int, Span]]  # shared buffer -> swizzle a TMA wrote it with
     return_type: ast.TypeRef
     saw_return: bool
+    written: frozenset[str]  # the names the function writes (ast.written_names)
     kernel: ast.Parallel  # the outermost parallel being resolved
     kernel_levels: dict[int, Level | None]  # id(clause) -> its level, for the kernel being resolved
     badly_nested: set[int]  # id(kernel) of kernels whose levels do not nest
@@ -167,6 +168,9 @@ class ResolverBase:
 
     def _converted(self, value: Value, expr: ast.Cast) -> Value:
         raise NotImplementedError  # `__to<T>(fragment)`: resolve/fragments.py
+
+    def _shape_value(self, expr: ast.Expr) -> Value:
+        raise NotImplementedError  # a shape declaration's value, derived from data: resolve/views.py
 
     def _shape_dims(self, shape: Sequence[ast.Expr]) -> tuple[Dim, ...]:
         dims: list[Dim] = []

@@ -8,11 +8,14 @@ statement and the launch model: analysis/device_checks.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_TYPES, NAMED_OPERAND, atomic_arity
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
+    CUDA_HALF_TYPES,
     NARROW_FLOAT_TYPES,
     UNKNOWN,
     Bounded,
@@ -55,6 +58,16 @@ class DeviceRules(ResolverBase):
         self.info.device_calls[id(expr)] = DeviceCallInfo(template, arguments)
         return DeviceResult(expr.callee)
 
+    def _expr_ForeignCast(self, expr: ast.ForeignCast) -> Value:
+        """A foreign cast is C++ in a device call's argument list (`_device_argument`), not a Choreo value."""
+        self._expr(expr.operand)
+        self.error(
+            f"'{expression(expr)}' casts to the C++ type '{expr.c_type}', which has no meaning in Choreo: a "
+            f"foreign cast may only be an argument of a device function call (call f({expression(expr)}))",
+            expr.span,
+        )
+        return UNKNOWN
+
     def _template_value(self, arg: ast.TemplateArg) -> TemplateValue:
         if arg.expr is None:
             assert arg.text is not None
@@ -74,6 +87,8 @@ class DeviceRules(ResolverBase):
         return TemplateValue("int", 0)
 
     def _device_argument(self, callee: str, position: int, arg: ast.Expr) -> DeviceArgument:
+        if isinstance(arg, ast.ForeignCast):  # passed as it would be, then cast in C++
+            return replace(self._device_argument(callee, position, arg.operand), cast=arg.c_type)
         if isinstance(arg, ast.Name) and arg.id == NULL_POINTER and self.scope.lookup(arg.id) is None:
             return DeviceArgument("null")
         value = self._expr(arg)
@@ -81,13 +96,15 @@ class DeviceRules(ResolverBase):
             return DeviceArgument("value", "f32" if value.type in NARROW_FLOAT_TYPES else value.type)
         if isinstance(value, Bounded):
             return DeviceArgument("value", "s32")
-        if isinstance(value, Data) and value.elem not in NARROW_FLOAT_TYPES:
+        if isinstance(value, Data) and (
+            value.elem not in NARROW_FLOAT_TYPES or value.elem in CUDA_HALF_TYPES
+        ):
             return DeviceArgument("data", value.elem)
         which = f"the {ordinal(position)} argument of '{callee}'"
         if isinstance(value, Data):
             problem = (
-                f"{which} is {value.elem} data, which device functions cannot take yet (CUDA's own "
-                f"{value.elem} type needs a header NVRTC does not see): pass f32 data"
+                f"{which} is {value.elem} data, which device functions cannot take yet (f16 and bf16 data "
+                f"can be passed, as CUDA's __half and __nv_bfloat16): pass f32 data"
             )
         elif isinstance(value, DeviceResult):
             problem = (

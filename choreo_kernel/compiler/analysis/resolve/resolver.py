@@ -46,6 +46,7 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
         self.swizzle_of: dict[str, tuple[int, Span]] = {}  # shared buffer -> swizzle a TMA wrote it with
         self.return_type = function.return_type
         self.saw_return = False
+        self.written = ast.written_names(function.body)
         for param in function.params:
             self._param(param)
         self.badly_nested: set[int] = set()  # id(kernel) of kernels whose levels do not nest

@@ -147,16 +147,25 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         if stmt.storage == Storage.SHARED and not context.in_block:
             self._check_storage(Storage.SHARED, stmt.name, stmt.span, context, "scalar")
         value: Value = Scalar(stmt.type_name) if stmt.type_name else UNKNOWN
+        mutable = self._is_mutable(stmt)
         if stmt.init is not None:
             init = self._expr(stmt.init)
             if stmt.type_name is None:
                 value = init
             else:
                 self._check_assignable(stmt.type_name, init, stmt.init.span)
-                const = init.const if isinstance(init, Scalar) and not stmt.mutable else None
+                const = init.const if isinstance(init, Scalar) and not mutable else None
                 value = Scalar(stmt.type_name, const)
-        symbol = Symbol(stmt.name, value, stmt.name_span, stmt.mutable, stmt, origin="scalar")
+        symbol = Symbol(stmt.name, value, stmt.name_span, mutable, stmt, origin="scalar")
         self._declare(symbol, stmt.name_span)
+
+    def _is_mutable(self, stmt: ast.ScalarDecl) -> bool:
+        """A scalar declared with an element type name (`s32 x = 555;`) may change, as in Croqtile: it is
+        mutable where the function writes it or it holds a device call's result. Otherwise it keeps
+        its known value, like `int x = 555;`, so it may still size a shape."""
+        if stmt.mutable:
+            return True
+        return stmt.element_typed and (stmt.name in self.written or isinstance(stmt.init, ast.DeviceCall))
 
     def _stmt_EventDecl(self, stmt: ast.EventDecl, context: Context) -> None:
         storage = Storage.named(stmt.storage or "") or Storage.SHARED
@@ -179,7 +188,7 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
         )
 
     def _stmt_ShapeDecl(self, stmt: ast.ShapeDecl, context: Context) -> None:
-        value = self._expr(stmt.value)
+        value = self._shape_value(stmt.value)
         if isinstance(value, ITuple):
             self.error(
                 f"'{stmt.name}' is declared as an mdspan (with ':') but initialized as an ituple "

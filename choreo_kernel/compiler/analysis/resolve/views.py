@@ -83,6 +83,16 @@ class ViewRules(TupleRules):
         rest = base.counts[len(expr.indices) :]
         return BufferArray(base.element, rest) if rest else base.element
 
+    def _shape_value(self, expr: ast.Expr) -> Value:
+        """What a shape declaration's value makes. After `c :`, `x [(0), 1]` derives from the shape of
+        data `x` (its span) as Croqtile has it, where elsewhere `x[i][j]` would be an element."""
+        if isinstance(expr, ast.Index) and not expr.braced:
+            base = self._expr(expr.value)
+            if isinstance(base, Data):
+                self.info.spans_derived.add(id(expr))
+                return self._derive_shape(Shape(base.dims), expr)
+        return self._expr(expr)
+
     def _derive_shape(self, base: Shape, expr: ast.Index) -> Value:
         dims: list[Dim] = []
         for item in expr.indices:
@@ -122,6 +132,9 @@ class ViewRules(TupleRules):
                 expr.strides[0].span,
             )
             return UNKNOWN
+        if isinstance(base, BufferArray) and name == "span_as" and args is not None:
+            dims = self._shape_dims(args)
+            return self._span_as(self._slots_storage(base, dims), expr, dims)
         if isinstance(base, BufferArray):
             self.error(
                 f"'{expression(expr.value)}' selects several buffers of a buffer array, not one: index every "
@@ -245,7 +258,7 @@ class ViewRules(TupleRules):
         if name == "view":
             return self._view(data, expr, args)
         if name == "span_as":
-            return self._span_as(data, expr, args)
+            return self._span_as(data, expr, self._shape_dims(args))
         if name == "sqz":
             return self._squeeze(data, expr, args)
         self.error(
@@ -407,8 +420,15 @@ class ViewRules(TupleRules):
             return Scalar(data.elem)
         return data.viewed(rest, data.layout[len(args) :])
 
-    def _span_as(self, data: Data, expr: ast.Expr, args: Sequence[ast.Expr]) -> Value:
-        dims = self._shape_dims(args)
+    def _slots_storage(self, slots: BufferArray, dims: tuple[Dim, ...]) -> Data:
+        """What `b[i].span_as(...)` reshapes, of a sub-array of buffers: its buffers stored one after
+        another, or only the first of them where the new shape holds one buffer's elements (Croqtile reads
+        `b[i]` as its first buffer there)."""
+        element = slots.element
+        one_buffer = not known_count_mismatch(dims, element.dims)
+        return element if one_buffer else element.viewed((*slots.counts, *element.dims), None)
+
+    def _span_as(self, data: Data, expr: ast.Expr, dims: tuple[Dim, ...]) -> Value:
         if known_count_mismatch(dims, data.dims):
             self.error(
                 f"inconsistent sizes: span_as({shape_text(dims)}) has {product(dims)} elements, but the data has "
