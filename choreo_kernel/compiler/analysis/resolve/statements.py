@@ -139,7 +139,8 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                         f"the {what} '{expression(item)}' of {storage} buffer '{stmt.name}' is a bounded value "
                         f"('{varying.name}' is {varying.value.describe()}), which changes between instances and "
                         f"iterations: a {storage} buffer is allocated once per {owner}, so its extents must be "
-                        "constant integer values (a number or a #define)",
+                        "fixed before it runs (a number, a #define"
+                        + (", or a value the arguments give)" if storage == Storage.LOCAL else ")"),
                         item.span,
                     )
 
