@@ -504,17 +504,24 @@ __device__ inline void cp_async_wait(int group, int committed) {
 // ------------------------------------------------------------------------- copies
 
 // A 2-D region: `rows` rows of `cols` contiguous elements, the rows `stride` elements apart; in shared
-// memory, possibly in the `swizzle`-byte layout of TMA and WGMMA (0: row-major).
+// memory, possibly in the `swizzle`-byte layout of TMA and WGMMA (0: row-major). A tile of a buffer
+// whose rows are wider than its swizzle lies in panels (compiler/cuda/layouts.py): each panel holds
+// `stride` columns of every row, the panels `panel_stride` elements apart, and the tile's first
+// element is column `first` of its panel (panel_stride 0: the rows are contiguous).
 template <class T> struct Tile {
   T* data;
   int rows;
   int cols;
   int stride;
   int swizzle;
+  int panel_stride;
+  int first;
 };
 
-template <class T> CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int stride, int swizzle = 0) {
-  return Tile<T>{data, rows, cols, stride, swizzle};
+template <class T>
+CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int stride, int swizzle = 0, int panel_stride = 0,
+                           int first = 0) {
+  return Tile<T>{data, rows, cols, stride, swizzle, panel_stride, first};
 }
 
 // An R-dimensional region of any strides (in elements), outermost dimension first: what a copy moves
@@ -568,7 +575,8 @@ template <class T, int R> CHOREO_DEVICE int count(Region<T, R> region) {
 // Whether a tile can move as 16-byte vectors: its start, its row length and its row stride are multiples of 16 bytes.
 template <class T> CHOREO_DEVICE bool vectorizable(Tile<T> region) {
   return aligned(region.data, 16) && (region.cols * sizeof(T)) % 16 == 0 &&
-         (region.rows == 1 || (region.stride * sizeof(T)) % 16 == 0);
+         (region.rows == 1 || (region.stride * sizeof(T)) % 16 == 0) &&
+         (region.panel_stride * sizeof(T)) % 16 == 0 && (region.first * sizeof(T)) % 16 == 0;
 }
 // A region can when its innermost dimension is contiguous and a multiple of 16 bytes, its start and
 // its other strides multiples of 16 bytes.
@@ -587,8 +595,17 @@ CHOREO_DEVICE int item_offset(int index, int rows, int per_row, int stride) {
 // Item `index` of a tile, counting row by row. In a swizzled tile the 16-byte chunk number within each
 // `swizzle`-byte row is XORed with bits 7 and up of the shared address (CUTLASS's Swizzle<B,4,3>), which
 // is where TMA puts it and where a WGMMA descriptor reads it.
+// Where column `column` of row `row` of a tile in panels lies, from the tile's first element.
+CHOREO_DEVICE int panel_item_offset(int row, int column, int stride, int panel_stride, int first) {
+  const int within = first + column;
+  return (within / stride) * panel_stride + row * stride + within % stride - first;
+}
+
 template <class T> CHOREO_DEVICE T& item(Tile<T> region, int index) {
-  T* const at = region.data + item_offset(index, region.rows, region.cols, region.stride);
+  T* const at = region.data + (region.panel_stride == 0
+                                   ? item_offset(index, region.rows, region.cols, region.stride)
+                                   : panel_item_offset(index / region.cols, index % region.cols, region.stride,
+                                                       region.panel_stride, region.first));
   if (region.swizzle == 0) return *at;
   const unsigned address = shared_address(at);
   const unsigned chunks = ((address >> 7) & (region.swizzle / 16 - 1)) << 4;
@@ -610,7 +627,9 @@ template <class T, int R> CHOREO_DEVICE T& item(Region<T, R> region, int index) 
 template <class T> CHOREO_DEVICE Tile<typename VectorOf<T>::type> as_vectors(Tile<T> region) {
   return Tile<typename VectorOf<T>::type>{reinterpret_cast<typename VectorOf<T>::type*>(region.data), region.rows,
                                           static_cast<int>(region.cols * sizeof(T) / 16),
-                                          static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle};
+                                          static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle,
+                                          static_cast<int>(region.panel_stride * sizeof(T) / 16),
+                                          static_cast<int>(region.first * sizeof(T) / 16)};
 }
 template <class T, int R> CHOREO_DEVICE Region<typename VectorOf<T>::type, R> as_vectors(Region<T, R> region) {
   Region<typename VectorOf<T>::type, R> out{reinterpret_cast<typename VectorOf<T>::type*>(region.data), {}, {}};
@@ -763,6 +782,23 @@ template <int Swizzle> CHOREO_DEVICE unsigned swizzled(unsigned offset) {
   }
 }
 
+// Element `offset` (row-major, counting from `base`) of a shared buffer of `rows` rows of `columns`
+// elements stored in panels `width` elements wide (compiler/cuda/layouts.py): panel by panel, each panel
+// holding `width` columns of every row. Consecutive buffers of a buffer array follow one another.
+CHOREO_DEVICE int panel_offset(int offset, int rows, int columns, int width) {
+  const int matrix = rows * columns, within = offset % matrix, column = within % columns;
+  return offset - within + (column / width) * rows * width + (within / columns) * width + column % width;
+}
+
+// The element at `base + offset` of a shared buffer in the `Swizzle`-byte swizzled layout: its 16-byte chunk
+// moves as item() moves it, by the bits of its shared address.
+template <int Swizzle, class T> CHOREO_DEVICE T& swizzled_element(T* base, int offset) {
+  T* const at = base + offset;
+  const unsigned address = shared_address(at);
+  const unsigned chunks = ((address >> 7) & (Swizzle / 16 - 1)) << 4;
+  return at[(static_cast<int>(address ^ chunks) - static_cast<int>(address)) / static_cast<int>(sizeof(T))];
+}
+
 // fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes become visible to the copy engine
 // and the tensor cores (the async proxy), which a TMA store or a WGMMA reading them next needs.
 CHOREO_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -904,13 +940,17 @@ template <int R> CHOREO_DEVICE void wgmma_fence_operand(unsigned (&acc)[R]) {
 // A WGMMA shared-memory matrix descriptor (PTX "matrix descriptor"): the tile's address, the leading and
 // stride byte offsets (16-byte units) and the swizzle mode (1, 2, 3 for 128-, 64-, 32-byte swizzles).
 // A K-major tile (rows of K, `Swizzle` bytes apart): 8-row groups are 8 * Swizzle bytes apart, the leading
-// offset is unused. An MN-major tile (rows of M or N, one K each): 8-row groups of K are 8 * Swizzle bytes
-// apart; the leading offset would step to the next `Swizzle`-byte panel of M or N, which one tile never needs.
-template <int Swizzle> CHOREO_DEVICE unsigned long long wgmma_descriptor(const void* tile) {
+// offset is unused (one instruction reads 32 bytes of K, inside one panel). An MN-major tile (rows of M or
+// N, one K each): 8-row groups of K are 8 * Swizzle bytes apart, and `panel_bytes` steps to the next
+// `Swizzle`-byte panel of M or N where the tile's rows are wider than the swizzle (CUTLASS's canonical
+// layouts, cute/atom/mma_traits_sm90_gmma.hpp).
+template <int Swizzle>
+CHOREO_DEVICE unsigned long long wgmma_descriptor(const void* tile, unsigned panel_bytes = 16) {
   constexpr unsigned long long mode = Swizzle == 128 ? 1 : Swizzle == 64 ? 2 : 3;
   constexpr unsigned long long group_bytes = 8 * Swizzle;
   const unsigned long long address = shared_address(tile) & 0x3FFFF;
-  return (address >> 4) | (1ull << 16) | ((group_bytes >> 4) << 32) | (mode << 62);
+  const unsigned long long leading = (panel_bytes >> 4) & 0x3FFF;
+  return (address >> 4) | (leading << 16) | ((group_bytes >> 4) << 32) | (mode << 62);
 }
 
 // An accumulator filled with one value: f32 registers, or f16 pairs packed in 32-bit registers.

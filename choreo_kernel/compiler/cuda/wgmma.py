@@ -4,7 +4,9 @@ An accumulator lives in the registers of each thread of its warpgroup: `rows / 6
 an m64nN instruction (language.md 12.5), N being the accumulator's columns. `mma.row.row acc, a, b`
 becomes, for each 64 rows of `a` and each K step of the instruction (every step reads 32 bytes of
 each row: k16 for 16-bit types, k8 for tf32, k32 for 8-bit types), one `wgmma.mma_async` whose
-operands are descriptors of the swizzled shared tiles; the statement's instructions form one
+operands are descriptors of the swizzled shared tiles (the layout cuda/swizzles.py gives the buffer:
+rows of one swizzle, or panels one swizzle wide where the rows are wider, which a K step crosses
+and an MN-major descriptor steps over by its leading byte offset); the statement's instructions form one
 commit group. A tile is K-major when its rows run along K (`a` of `row`, `b` of `row`: the
 prototype's "TN" GEMM) and MN-major otherwise (`b` of `mma.row.col` is [K, N]), which WGMMA reads
 transposed (16-bit types only).
@@ -204,13 +206,7 @@ class Mma:
 
     def _load(self, stmt: ast.OperationStmt) -> None:
         """`f = mma.load tile`: the fragment is the tile itself, read by descriptor where it is used."""
-        view = self.emitter.expressions.view(stmt.operation.args[0])
-        swizzle = stmt.operation.template_args.get("swiz")
-        if swizzle is not None and int(swizzle) != view.swizzle:
-            raise LoweringError(
-                f"'{view.root}' has a {view.swizzle}-byte swizzle here, not the {swizzle} bytes this mma.load names",
-                stmt,
-            )
+        view = self.emitter.expressions.view(stmt.operation.args[0])  # its layout: cuda/swizzles.py
         symbol = self.emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         if symbol is not None:
             self.emitter.bindings[symbol] = view
@@ -235,6 +231,12 @@ class Mma:
                 f"'mma.store' converts into {', '.join(STORE_TYPES)}, not {destination.elem}", stmt
             )
         row_stride = destination.strides[0]
+        if destination.panels is not None:
+            raise LoweringError(
+                f"'{destination.root}' lies in panels one swizzle wide (its rows are wider than its swizzle), "
+                "which 'mma.store' does not write: store into a tile with rows of at most 128 bytes",
+                stmt,
+            )
         if (
             destination.swizzle
             and (row_stride.value or 0) * ELEMENT_BYTES[destination.elem] != destination.swizzle
@@ -307,12 +309,11 @@ class Mma:
             target = cexpr.add(
                 target, cexpr.multiply(cexpr.name(tile), cexpr.const(accumulator.registers // tiles))
             )
-        a_operand = f"choreo::wgmma_descriptor<{a.swizzle}>({a_start.text})"
+        a_operand = _descriptor(a, a_start, a_mn_major)
         if registers is not None:  # 4 registers per K step, K / 4 per 64-row tile
             a_operand = _register_slice(registers, step, tile).text
         call = (
-            f"choreo::{instruction.name}({target.text}, {a_operand}, "
-            f"choreo::wgmma_descriptor<{b.swizzle}>({b_start.text}));"
+            f"choreo::{instruction.name}({target.text}, {a_operand}, {_descriptor(b, b_start, b_mn_major)});"
         )
         name = accumulator.name.text
         out.line(f"choreo::wgmma_fence_operand({name});")
@@ -361,30 +362,35 @@ class Mma:
             self._loops(loops[1:], call)
 
     def _extents(self, view: View, mn_major: bool, which: str, expr: ast.Expr) -> tuple[int, int]:
-        """(M or N, K) of an operand tile, after checking that WGMMA can read its layout."""
+        """(M or N, K) of an operand tile, after checking that WGMMA can read its layout: a tile of a
+        shared buffer's rows, swizzled, each row one swizzle or panels of one (cuda/swizzles.py decides)."""
         dims = [d.value for d in view.dims]
         if len(dims) != 2 or None in dims:
             raise LoweringError(f"operand {which} of an MMA is a 2-D tile of known size", expr)
-        row_bytes = (view.strides[0].value or 0) * ELEMENT_BYTES[view.elem]
+        element_bytes = ELEMENT_BYTES[view.elem]
+        row_elements = view.panels.width if view.panels is not None else view.strides[0].value
+        buffer_row = view.panels.columns if view.panels is not None else view.strides[0].value
         if (
             view.storage != Storage.SHARED
             or not view.swizzle
             or view.strides[1].value != 1
-            or row_bytes != view.swizzle
+            or view.strides[0].value != buffer_row
+            or (row_elements or 0) * element_bytes != view.swizzle
         ):
             raise LoweringError(
-                f"operand {which} ('{view.root}') must be a shared tile in a swizzled layout whose rows are the "
-                "swizzle's width (32, 64 or 128 bytes), as a TMA load with .swiz<N> writes it",
+                f"operand {which} ('{view.root}') must be a tile of a shared buffer whose rows WGMMA can read: "
+                "rows of a multiple of 32 bytes (the compiler swizzles them), not a reshaped or strided view",
                 expr,
             )
         first, second = int(dims[0] or 0), int(dims[1] or 0)
-        if mn_major:
-            if second * ELEMENT_BYTES[view.elem] != view.swizzle:
-                raise LoweringError(f"operand {which} ('{view.root}') spans more than one swizzle row", expr)
-            return second, first
-        if second * ELEMENT_BYTES[view.elem] > view.swizzle:
-            raise LoweringError(f"operand {which} ('{view.root}') has K wider than one swizzle row", expr)
-        return first, second
+        panel = view.swizzle // element_bytes
+        if second > panel and second % panel:
+            raise LoweringError(
+                f"operand {which} ('{view.root}') is {second} elements wide, which is not whole {view.swizzle}-byte "
+                "panels",
+                expr,
+            )
+        return (second, first) if mn_major else (first, second)
 
     # ------------------------------------------------------------------ waits
 
@@ -417,15 +423,23 @@ class Mma:
 
 
 def _advance(view: View, mn_major: bool, step: str | None, k: int, tile: str | None) -> CExpr:
-    """The first element that one instruction reads: K steps move along rows (MN-major) or columns."""
-    start = view.start
+    """The first element that one instruction reads: K steps move along rows (MN-major) or columns, which
+    in a buffer in panels cross into the next panel (the view's layout places the element)."""
+    offset = view.offset
     stride = view.strides[0]
     if step is not None:
         k_offset = cexpr.multiply(cexpr.name(step), cexpr.const(k))
-        start = cexpr.add(start, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
+        offset = cexpr.add(offset, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
     if tile is not None:
-        start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
-    return start
+        offset = cexpr.add(offset, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
+    return replace(view, offset=offset).start
+
+
+def _descriptor(view: View, start: CExpr, mn_major: bool) -> str:
+    """The descriptor of an operand tile from its first element; an MN-major tile wider than one panel
+    names the bytes between panels (a K-major instruction reads 32 bytes of K, within one panel)."""
+    panel_bytes = f", {view.panels.stride * ELEMENT_BYTES[view.elem]}" if mn_major and view.panels else ""
+    return f"choreo::wgmma_descriptor<{view.swizzle}>({start.text}{panel_bytes})"
 
 
 def _register_slice(registers: AccumulatorRegisters, step: str | None, tile: str | None) -> CExpr:
