@@ -730,6 +730,34 @@ __device__ inline void copy_padded(Region<D, R> destination, Region<S, R> source
   }
 }
 
+// The same into a 2-D tile in a swizzled layout (possibly in panels): every element is placed by item(),
+// the source's corner moved to `low` in the tile as the tile's layout moves it.
+template <bool Async, class D, class S>
+__device__ inline void copy_padded(Tile<D> destination, Region<S, 2> source, Index<2> low,
+                                   typename Same<D>::type fill, int rank, int threads) {
+  static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
+  const int top = low.values[0], left = low.values[1];
+  for (int index = rank; index < count(destination); index += threads) {
+    const int row = index / destination.cols, column = index % destination.cols;
+    const bool inside = top <= row && row < top + source.dims[0] && left <= column && column < left + source.dims[1];
+    if (!inside) item(destination, index) = fill;
+  }
+  Tile<D> corner = destination;
+  corner.rows = source.dims[0];
+  corner.cols = source.dims[1];
+  if (destination.panel_stride == 0) {
+    corner.data += top * destination.stride + left;
+  } else {
+    corner.data += panel_item_offset(top, left, destination.stride, destination.panel_stride, destination.first);
+    corner.first = (destination.first + left) % destination.stride;
+  }
+  if constexpr (Async) {
+    copy_async(corner, source, rank, threads);
+  } else {
+    copy(corner, source, rank, threads);
+  }
+}
+
 // Fill `count` elements with `value`, shared among `threads` threads.
 template <class T> CHOREO_DEVICE void fill(T* data, int count, T value, int rank, int threads) {
   for (int index = rank; index < count; index += threads) data[index] = value;

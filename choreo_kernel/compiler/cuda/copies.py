@@ -122,7 +122,7 @@ def padded_call(
     cp_async: bool,
 ) -> str:
     """`choreo::copy_padded`: the source at `low` in the destination (of one rank), the rest `fill`; with
-    `cp_async` the source moves with cp.async."""
+    `cp_async` the source moves with cp.async. A swizzled destination goes as a tile, which knows its layout."""
 
     def full(view: View) -> str:
         extents = ", ".join(dim.text for dim in view.dims)
@@ -131,16 +131,17 @@ def padded_call(
 
     if len(source.dims) != len(destination.dims):
         raise LoweringError("a padded copy needs a source and a destination of one rank", node)
-    if destination.swizzle:
+    if destination.swizzle and len(destination.dims) != 2:
         raise LoweringError(
             f"'{destination.root}' has the {destination.swizzle}-byte swizzled layout that TMA and WGMMA read, "
-            "which a padded copy does not write: pad into a plain buffer, or copy the tile unpadded",
+            f"which a padded copy writes as a 2-D tile, not {len(destination.dims)}-D",
             node,
         )
     corner = ", ".join(start.text for start in low)
     index = f"choreo::Index<{len(low)}>{{{{{corner}}}}}"
+    laid_out = region(destination, node) if destination.swizzle else full(destination)  # a Tile: its layout
     return (
-        f"choreo::copy_padded<{'true' if cp_async else 'false'}>({full(destination)}, {full(source)}, {index}, {fill.text}, "
+        f"choreo::copy_padded<{'true' if cp_async else 'false'}>({laid_out}, {full(source)}, {index}, {fill.text}, "
         f"{group.rank.text}, {group.threads.text});"
     )
 
