@@ -91,3 +91,15 @@ def test_a_swizzle_the_rows_do_not_fit_is_replaced_for_every_writer_and_reader()
     assert cuda.count("64-byte swizzled layout, for TMA and WGMMA") == 2
     assert "choreo::copy(choreo::tile(rs, 64, 32, 32, 64)" in cuda
     assert "wgmma_descriptor<128>" not in cuda
+
+
+def test_an_mma_load_of_a_global_tile_stages_it_in_a_shared_tile_per_warpgroup() -> None:
+    cuda = emitted("wgmma_load_from_global.co")
+    assert cuda.count("choreo::wgmma_wait_group<0>();  // no earlier MMA still reads") == 2
+    assert "choreo::copy(choreo::tile(a_staged + threadIdx.x / 128 * 1024, 64, 16, 16, 32)" in cuda
+    copy, fence = (
+        cuda.index("choreo::copy(choreo::tile(b_staged"),
+        cuda.index("fence_proxy_async_shared();", cuda.index("b_staged +")),
+    )
+    barrier = cuda.index("named_barrier_sync(1 + threadIdx.x / 128, 128)", fence)
+    assert copy < fence < barrier < cuda.index("choreo::wgmma_descriptor<32>(a_staged")

@@ -20,7 +20,8 @@ complete in order, so those N may keep running. `wait_depths` derives N by walki
 (analysis/flow.py's walk, as the futures rules walk it).
 
 `mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
-read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
+read by descriptor (the tile must not change before that MMA, as in any WGMMA program); a global
+tile is first copied into a shared tile of the warpgroup (`_stage`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
-from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda import cexpr, copies, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.cuda.threads import unit_group
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View, buffer
+from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
 PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
 STEP_BYTES = 32  # each K step of a wgmma reads 32 bytes of every operand row
@@ -207,12 +210,50 @@ class Mma:
     def _load(self, stmt: ast.OperationStmt) -> None:
         """`f = mma.load tile`: the fragment is the tile itself, read by descriptor where it is used."""
         view = self.emitter.expressions.view(stmt.operation.args[0])  # its layout: cuda/swizzles.py
+        if view.storage == Storage.GLOBAL:
+            view = self._stage(stmt, view)
         symbol = self.emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         if symbol is not None:
             self.emitter.bindings[symbol] = view
         self.emitter.out.line(
             "// the fragment stays in shared memory: the MMA that uses it reads it by descriptor"
         )
+
+    def _stage(self, stmt: ast.OperationStmt, tile: View) -> View:
+        """`mma.load` of a global tile: WGMMA reads shared memory only, so the warpgroup copies the tile into
+        a shared tile of its own (one per warpgroup of the block), in the layout an operand of its rows gets
+        (semantics/swizzle.py). It first waits for its earlier MMAs, which may still read the previous
+        contents, and after the copy fences its writes for the tensor cores and synchronizes."""
+        emitter, out = self.emitter, self.emitter.out
+        dims = [d.value for d in tile.dims]
+        warpgroups = (emitter.threads.block_threads or 0) // 128
+        if len(dims) != 2 or None in dims or not warpgroups:
+            raise LoweringError(
+                "'mma.load' of a global tile copies it into shared memory, which needs a 2-D tile of a size and a "
+                "block of a thread count known at compile time",
+                stmt,
+            )
+        rows, columns = int(dims[0] or 0), int(dims[1] or 0)
+        named = stmt.operation.template_args.get("swiz")
+        swizzle = operand_swizzle(
+            columns * ELEMENT_BYTES[tile.elem], int(named) if named is not None else None
+        )
+        base = stmt.result.id if stmt.result is not None else f"load_line{stmt.span.line}"
+        name = emitter.names.fresh(f"{base}_staged")
+        out.line(
+            f"// WGMMA reads shared memory: '{tile.root}' is copied into a shared tile of this warpgroup"
+        )
+        out.line(emitter.shared_buffer(name, tile.elem, (cexpr.const(warpgroups), *tile.dims), swizzle, stmt))
+        staged = buffer(tile.elem, cexpr.name(name), tile.dims, Storage.SHARED, name, swizzle)
+        staged = replace(
+            staged, offset=cexpr.multiply(cexpr.raw("threadIdx.x / 128"), cexpr.const(rows * columns))
+        )
+        group = unit_group(Level.WARPGROUP)
+        out.line("choreo::wgmma_wait_group<0>();  // no earlier MMA still reads the previous contents")
+        out.line(copies.copy_call("copy", tile, staged, group, stmt))
+        out.line("choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores")
+        out.line(str(group.barrier()))
+        return staged
 
     def _store(self, stmt: ast.OperationStmt) -> None:
         emitter = self.emitter
