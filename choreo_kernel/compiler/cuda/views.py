@@ -123,6 +123,12 @@ class View:
             return self.pointer
         return cexpr.binary("+", self.pointer, offset)
 
+    def start_after(self, delta: CExpr) -> CExpr:
+        """A pointer to the element `delta` row-major elements after the first (a WGMMA K step, an M tile)."""
+        if self.panels is None:
+            return cexpr.add(self.start, delta)
+        return cexpr.binary("+", self.pointer, self.panels.offset(cexpr.add(self.offset, delta)))
+
     def element(self, indices: tuple[CExpr, ...]) -> CExpr:
         """One element: `base[offset + i * stride + ...]`, through the layout of a swizzled buffer."""
         index = self.offset

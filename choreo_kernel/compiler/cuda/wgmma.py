@@ -466,14 +466,14 @@ class Mma:
 def _advance(view: View, mn_major: bool, step: str | None, k: int, tile: str | None) -> CExpr:
     """The first element that one instruction reads: K steps move along rows (MN-major) or columns, which
     in a buffer in panels cross into the next panel (the view's layout places the element)."""
-    offset = view.offset
+    delta = cexpr.ZERO
     stride = view.strides[0]
     if step is not None:
         k_offset = cexpr.multiply(cexpr.name(step), cexpr.const(k))
-        offset = cexpr.add(offset, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
+        delta = cexpr.add(delta, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
     if tile is not None:
-        offset = cexpr.add(offset, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
-    return replace(view, offset=offset).start
+        delta = cexpr.add(delta, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
+    return view.start_after(delta)
 
 
 def _descriptor(view: View, start: CExpr, mn_major: bool) -> str:
