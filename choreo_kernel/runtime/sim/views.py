@@ -166,10 +166,11 @@ class View:
 
     def write_clipped(self, values: Any, limits: tuple[Any, ...] | None = None) -> None:
         """A TMA store's, or a masked store's, tile: only the elements inside the array (and below
-        `limits`, the rows and columns of `mma.store.mask`) are written."""
+        `limits`, the rows and columns of `mma.store.mask`, the columns left out where there is one) are
+        written, as on CUDA."""
         bounds = list(self.edge or self.dims)
         for axis, limit in enumerate(limits or ()):
-            position = len(self.dims) - len(limits or ()) + axis
+            position = max(len(self.dims) - 2, 0) + axis  # the tile's rows, then its columns
             bounds[position] = np.minimum(bounds[position], np.maximum(limit, 0))
         grid = self._grid()
         mask = np.broadcast_to(self._mask(tuple(bounds)), grid.shape)
