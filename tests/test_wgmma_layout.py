@@ -107,3 +107,10 @@ def test_an_mma_load_of_a_global_tile_stages_it_in_a_shared_tile_per_warpgroup()
     )
     barrier = cuda.index("named_barrier_sync(1 + threadIdx.x / 128, 128)", fence)
     assert copy < fence < barrier < cuda.index("choreo::wgmma_descriptor<32>(a_staged")
+
+
+def test_mma_store_into_panels_places_each_element_and_fences_for_the_next_mma() -> None:
+    cuda = emitted("wgmma_store_into_panels.co")
+    store = cuda.index("choreo::store_accumulator<128, 1, 128>(acc, s, 64, 64, 128, 4096, 0);")
+    fence = cuda.index("choreo::fence_proxy_async_shared();", store)
+    assert store < fence < cuda.index("__syncthreads();", fence) < cuda.index("wgmma_descriptor<128>(s + ")

@@ -1011,18 +1011,29 @@ CHOREO_DEVICE void store_pair(bf16* out, float a, float b) {
 }
 
 // Store a warpgroup's accumulator of `Tiles` m64nN fragments into a row-major tile (rows `row_stride`
-// elements apart, in the `Swizzle`-byte swizzled layout for a shared tile that a TMA store reads), converting
-// each element to T. The fragment layout: thread t of the warpgroup (warp w = t / 32, lane l) holds in
-// register j * 4 + r of each fragment the element at row w * 16 + l / 4 + 8 * (r / 2), column
-// j * 8 + (l % 4) * 2 + r % 2; both columns of a pair are stored together where the tile allows.
+// elements apart, in the `Swizzle`-byte swizzled layout for a shared tile that TMA or WGMMA reads: each
+// element moves by its shared address, as item() moves it), converting each element to T. In a tile of a
+// buffer in panels (`panel_stride` elements apart, `row_stride` columns each, the tile's first element
+// column `first` of its panel) every element is placed as panel_item_offset() places it. The fragment
+// layout: thread t of the warpgroup (warp w = t / 32, lane l) holds in register j * 4 + r of each fragment
+// the element at row w * 16 + l / 4 + 8 * (r / 2), column j * 8 + (l % 4) * 2 + r % 2; both columns of a
+// pair are stored together where the tile allows (a pair never straddles a panel or a swizzled chunk).
 // `rows` and `columns` (mma.store.mask) leave out the elements at or past them: the tail of a tile that
 // reaches past the end of the array.
 template <int N, int Tiles, int Swizzle, class T, class A>
 __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, int rows = Tiles * 64,
-                                         int columns = N) {
+                                         int columns = N, int panel_stride = 0, int first = 0) {
   const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
-  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0;
-  unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
+  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0 && first % 2 == 0;
+  const auto at = [&](int row, int column) -> T& {
+    const int element = panel_stride == 0 ? row * row_stride + column
+                                          : panel_item_offset(row, column, row_stride, panel_stride, first);
+    if constexpr (Swizzle == 0) {
+      return out[element];
+    } else {
+      return swizzled_element<Swizzle>(out, element);
+    }
+  };
 #pragma unroll
   for (int tile = 0; tile < Tiles; ++tile) {
 #pragma unroll
@@ -1032,16 +1043,12 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, i
         const int row = tile * 64 + warp * 16 + lane / 4 + 8 * half;
         const int column = j * 8 + (lane % 4) * 2;
         const int i = tile * (N / 2) + j * 4 + half * 2;
-        const unsigned offset = swizzled<Swizzle>((row * row_stride + column) * sizeof(T));
-        T* at = reinterpret_cast<T*>(bytes + offset);
         if (row >= rows || column >= columns) continue;
         if (paired) {
-          store_pair(at, fragment_value(acc, i), fragment_value(acc, i + 1));
+          store_pair(&at(row, column), fragment_value(acc, i), fragment_value(acc, i + 1));
         } else {
-          store_element(at, fragment_value(acc, i));
-          if (column + 1 < columns)
-            store_element(reinterpret_cast<T*>(bytes + swizzled<Swizzle>((row * row_stride + column + 1) * sizeof(T))),
-                          fragment_value(acc, i + 1));
+          store_element(&at(row, column), fragment_value(acc, i));
+          if (column + 1 < columns) store_element(&at(row, column + 1), fragment_value(acc, i + 1));
         }
       }
     }

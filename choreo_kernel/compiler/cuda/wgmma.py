@@ -272,13 +272,18 @@ class Mma:
                 f"'mma.store' converts into {', '.join(STORE_TYPES)}, not {destination.elem}", stmt
             )
         row_stride = destination.strides[0]
-        if destination.panels is not None:
-            raise LoweringError(
-                f"'{destination.root}' lies in panels one swizzle wide (its rows are wider than its swizzle), "
-                "which 'mma.store' does not write: store into a tile with rows of at most 128 bytes",
-                stmt,
-            )
-        if (
+        counts = [emitter.expressions.integer(count).text for count in stmt.operation.args[2:]]
+        panels = destination.panels
+        if panels is not None:  # rows of one panel, and where the panels and the tile's first column are
+            if row_stride.value != panels.columns:
+                raise LoweringError(
+                    f"'{destination.root}' lies in panels one swizzle wide, so 'mma.store' writes a tile of its rows",
+                    stmt,
+                )
+            row_stride = cexpr.const(panels.width)
+            counts += [str(accumulator.rows), str(accumulator.columns)][len(counts) :]
+            counts += [str(panels.stride), panels.first(destination.offset).text]
+        elif (
             destination.swizzle
             and (row_stride.value or 0) * ELEMENT_BYTES[destination.elem] != destination.swizzle
         ):
@@ -287,13 +292,15 @@ class Mma:
                 stmt,
             )
         template = f"{accumulator.columns}, {accumulator.tiles}, {destination.swizzle}"
-        counts = "".join(
-            f", {emitter.expressions.integer(count).text}" for count in stmt.operation.args[2:]
-        )  # mma.store.mask: the rows (and columns) to write
+        masks = "".join(f", {count}" for count in counts)  # mma.store.mask: the rows (and columns) to write
         emitter.out.line(
             f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, "
-            f"{row_stride.text}{counts});"
+            f"{row_stride.text}{masks});"
         )
+        if destination.swizzle:  # TMA or WGMMA reads it next: the async proxy
+            emitter.out.line(
+                "choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores"
+            )
         context = emitter.info.context_of[id(stmt)]
         if destination.storage == Storage.SHARED and emitter.threads.covers_instances(context):
             barrier = emitter.threads.issuing_group(context).barrier()
