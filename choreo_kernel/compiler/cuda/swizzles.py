@@ -1,8 +1,11 @@
 """The layout of the shared buffers that TMA and WGMMA use (language.md 12.6): swizzled rows.
 
-The layout is decided here, once per buffer, and every writer (a DMA or TMA copy, an element
-store, mma.store) and reader (an element load, a WGMMA descriptor) addresses the buffer through
-it (views.View.start and .element, copies.region). A TMA or DMA copy or `mma.load` may name the
+The layout is decided here, once per buffer, and every writer (a DMA or TMA copy, a padded
+copy, an element store, mma.store) and reader (an element load, a WGMMA descriptor) addresses
+the buffer through it (views.View.start, .start_after and .element, copies.region), so no tile
+is staged into another layout before an MMA; only `mma.load` of a global tile copies it into
+shared memory, since WGMMA reads no global memory (wgmma.Mma._stage). Writes by threads are
+fenced into the async proxy (fence.proxy.async) before the barrier that hands them over. A TMA or DMA copy or `mma.load` may name the
 swizzle with `.swiz<N>`; a WGMMA operand keeps it where its rows are a multiple of it, and
 otherwise gets the widest swizzle its rows are a multiple of (semantics/swizzle.py): 128 bytes
 for a row of 64 halves, 32 for a row of 16. Rows wider than the swizzle lie in panels
