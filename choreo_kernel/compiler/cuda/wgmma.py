@@ -432,10 +432,10 @@ class Mma:
             )
         first, second = int(dims[0] or 0), int(dims[1] or 0)
         panel = view.swizzle // element_bytes
-        if second > panel and second % panel:
+        if mn_major and second % panel:  # an MN-major instruction reads whole swizzle rows of M or N
             raise LoweringError(
-                f"operand {which} ('{view.root}') is {second} elements wide, which is not whole {view.swizzle}-byte "
-                "panels",
+                f"operand {which} ('{view.root}') is MN-major and {second} elements wide, which is not whole "
+                f"{view.swizzle}-byte rows of its swizzle; use a buffer of that width",
                 expr,
             )
         return (second, first) if mn_major else (first, second)
