@@ -538,17 +538,24 @@ __device__ inline void cp_async_wait(int group, int committed) {
 // ------------------------------------------------------------------------- copies
 
 // A 2-D region: `rows` rows of `cols` contiguous elements, the rows `stride` elements apart; in shared
-// memory, possibly in the `swizzle`-byte layout of TMA and WGMMA (0: row-major).
+// memory, possibly in the `swizzle`-byte layout of TMA and WGMMA (0: row-major). A tile of a buffer
+// whose rows are wider than its swizzle lies in panels (compiler/cuda/layouts.py): each panel holds
+// `stride` columns of every row, the panels `panel_stride` elements apart, and the tile's first
+// element is column `first` of its panel (panel_stride 0: the rows are contiguous).
 template <class T> struct Tile {
   T* data;
   int rows;
   int cols;
   int stride;
   int swizzle;
+  int panel_stride;
+  int first;
 };
 
-template <class T> CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int stride, int swizzle = 0) {
-  return Tile<T>{data, rows, cols, stride, swizzle};
+template <class T>
+CHOREO_DEVICE Tile<T> tile(T* data, int rows, int cols, int stride, int swizzle = 0, int panel_stride = 0,
+                           int first = 0) {
+  return Tile<T>{data, rows, cols, stride, swizzle, panel_stride, first};
 }
 
 // An R-dimensional region of any strides (in elements), outermost dimension first: what a copy moves
@@ -602,7 +609,8 @@ template <class T, int R> CHOREO_DEVICE int count(Region<T, R> region) {
 // Whether a tile can move as 16-byte vectors: its start, its row length and its row stride are multiples of 16 bytes.
 template <class T> CHOREO_DEVICE bool vectorizable(Tile<T> region) {
   return aligned(region.data, 16) && (region.cols * sizeof(T)) % 16 == 0 &&
-         (region.rows == 1 || (region.stride * sizeof(T)) % 16 == 0);
+         (region.rows == 1 || (region.stride * sizeof(T)) % 16 == 0) &&
+         (region.panel_stride * sizeof(T)) % 16 == 0 && (region.first * sizeof(T)) % 16 == 0;
 }
 // A region can when its innermost dimension is contiguous and a multiple of 16 bytes, its start and
 // its other strides multiples of 16 bytes.
@@ -621,8 +629,17 @@ CHOREO_DEVICE int item_offset(int index, int rows, int per_row, int stride) {
 // Item `index` of a tile, counting row by row. In a swizzled tile the 16-byte chunk number within each
 // `swizzle`-byte row is XORed with bits 7 and up of the shared address (CUTLASS's Swizzle<B,4,3>), which
 // is where TMA puts it and where a WGMMA descriptor reads it.
+// Where column `column` of row `row` of a tile in panels lies, from the tile's first element.
+CHOREO_DEVICE int panel_item_offset(int row, int column, int stride, int panel_stride, int first) {
+  const int within = first + column;
+  return (within / stride) * panel_stride + row * stride + within % stride - first;
+}
+
 template <class T> CHOREO_DEVICE T& item(Tile<T> region, int index) {
-  T* const at = region.data + item_offset(index, region.rows, region.cols, region.stride);
+  T* const at = region.data + (region.panel_stride == 0
+                                   ? item_offset(index, region.rows, region.cols, region.stride)
+                                   : panel_item_offset(index / region.cols, index % region.cols, region.stride,
+                                                       region.panel_stride, region.first));
   if (region.swizzle == 0) return *at;
   const unsigned address = shared_address(at);
   const unsigned chunks = ((address >> 7) & (region.swizzle / 16 - 1)) << 4;
@@ -644,7 +661,9 @@ template <class T, int R> CHOREO_DEVICE T& item(Region<T, R> region, int index) 
 template <class T> CHOREO_DEVICE Tile<typename VectorOf<T>::type> as_vectors(Tile<T> region) {
   return Tile<typename VectorOf<T>::type>{reinterpret_cast<typename VectorOf<T>::type*>(region.data), region.rows,
                                           static_cast<int>(region.cols * sizeof(T) / 16),
-                                          static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle};
+                                          static_cast<int>(region.stride * sizeof(T) / 16), region.swizzle,
+                                          static_cast<int>(region.panel_stride * sizeof(T) / 16),
+                                          static_cast<int>(region.first * sizeof(T) / 16)};
 }
 template <class T, int R> CHOREO_DEVICE Region<typename VectorOf<T>::type, R> as_vectors(Region<T, R> region) {
   Region<typename VectorOf<T>::type, R> out{reinterpret_cast<typename VectorOf<T>::type*>(region.data), {}, {}};
@@ -745,6 +764,34 @@ __device__ inline void copy_padded(Region<D, R> destination, Region<S, R> source
   }
 }
 
+// The same into a 2-D tile in a swizzled layout (possibly in panels): every element is placed by item(),
+// the source's corner moved to `low` in the tile as the tile's layout moves it.
+template <bool Async, class D, class S>
+__device__ inline void copy_padded(Tile<D> destination, Region<S, 2> source, Index<2> low,
+                                   typename Same<D>::type fill, int rank, int threads) {
+  static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
+  const int top = low.values[0], left = low.values[1];
+  for (int index = rank; index < count(destination); index += threads) {
+    const int row = index / destination.cols, column = index % destination.cols;
+    const bool inside = top <= row && row < top + source.dims[0] && left <= column && column < left + source.dims[1];
+    if (!inside) item(destination, index) = fill;
+  }
+  Tile<D> corner = destination;
+  corner.rows = source.dims[0];
+  corner.cols = source.dims[1];
+  if (destination.panel_stride == 0) {
+    corner.data += top * destination.stride + left;
+  } else {
+    corner.data += panel_item_offset(top, left, destination.stride, destination.panel_stride, destination.first);
+    corner.first = (destination.first + left) % destination.stride;
+  }
+  if constexpr (Async) {
+    copy_async(corner, source, rank, threads);
+  } else {
+    copy(corner, source, rank, threads);
+  }
+}
+
 // Fill `count` elements with `value`, shared among `threads` threads.
 template <class T> CHOREO_DEVICE void fill(T* data, int count, T value, int rank, int threads) {
   for (int index = rank; index < count; index += threads) data[index] = value;
@@ -795,6 +842,23 @@ template <int Swizzle> CHOREO_DEVICE unsigned swizzled(unsigned offset) {
   } else {
     return offset ^ (((offset >> 7) & (Swizzle / 16 - 1)) << 4);
   }
+}
+
+// Element `offset` (row-major, counting from `base`) of a shared buffer of `rows` rows of `columns`
+// elements stored in panels `width` elements wide (compiler/cuda/layouts.py): panel by panel, each panel
+// holding `width` columns of every row. Consecutive buffers of a buffer array follow one another.
+CHOREO_DEVICE int panel_offset(int offset, int rows, int columns, int width) {
+  const int matrix = rows * columns, within = offset % matrix, column = within % columns;
+  return offset - within + (column / width) * rows * width + (within / columns) * width + column % width;
+}
+
+// The element at `base + offset` of a shared buffer in the `Swizzle`-byte swizzled layout: its 16-byte chunk
+// moves as item() moves it, by the bits of its shared address.
+template <int Swizzle, class T> CHOREO_DEVICE T& swizzled_element(T* base, int offset) {
+  T* const at = base + offset;
+  const unsigned address = shared_address(at);
+  const unsigned chunks = ((address >> 7) & (Swizzle / 16 - 1)) << 4;
+  return at[(static_cast<int>(address ^ chunks) - static_cast<int>(address)) / static_cast<int>(sizeof(T))];
 }
 
 // fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes become visible to the copy engine
@@ -966,13 +1030,17 @@ template <int R> CHOREO_DEVICE void wgmma_fence_operand(unsigned (&acc)[R]) {
 // A WGMMA shared-memory matrix descriptor (PTX "matrix descriptor"): the tile's address, the leading and
 // stride byte offsets (16-byte units) and the swizzle mode (1, 2, 3 for 128-, 64-, 32-byte swizzles).
 // A K-major tile (rows of K, `Swizzle` bytes apart): 8-row groups are 8 * Swizzle bytes apart, the leading
-// offset is unused. An MN-major tile (rows of M or N, one K each): 8-row groups of K are 8 * Swizzle bytes
-// apart; the leading offset would step to the next `Swizzle`-byte panel of M or N, which one tile never needs.
-template <int Swizzle> CHOREO_DEVICE unsigned long long wgmma_descriptor(const void* tile) {
+// offset is unused (one instruction reads 32 bytes of K, inside one panel). An MN-major tile (rows of M or
+// N, one K each): 8-row groups of K are 8 * Swizzle bytes apart, and `panel_bytes` steps to the next
+// `Swizzle`-byte panel of M or N where the tile's rows are wider than the swizzle (CUTLASS's canonical
+// layouts, cute/atom/mma_traits_sm90_gmma.hpp).
+template <int Swizzle>
+CHOREO_DEVICE unsigned long long wgmma_descriptor(const void* tile, unsigned panel_bytes = 16) {
   constexpr unsigned long long mode = Swizzle == 128 ? 1 : Swizzle == 64 ? 2 : 3;
   constexpr unsigned long long group_bytes = 8 * Swizzle;
   const unsigned long long address = shared_address(tile) & 0x3FFFF;
-  return (address >> 4) | (1ull << 16) | ((group_bytes >> 4) << 32) | (mode << 62);
+  const unsigned long long leading = (panel_bytes >> 4) & 0x3FFF;
+  return (address >> 4) | (leading << 16) | ((group_bytes >> 4) << 32) | (mode << 62);
 }
 
 // An accumulator filled with one value: f32 registers, or f16 pairs packed in 32-bit registers.
@@ -1005,18 +1073,29 @@ CHOREO_DEVICE void store_pair(bf16* out, float a, float b) {
 }
 
 // Store a warpgroup's accumulator of `Tiles` m64nN fragments into a row-major tile (rows `row_stride`
-// elements apart, in the `Swizzle`-byte swizzled layout for a shared tile that a TMA store reads), converting
-// each element to T. The fragment layout: thread t of the warpgroup (warp w = t / 32, lane l) holds in
-// register j * 4 + r of each fragment the element at row w * 16 + l / 4 + 8 * (r / 2), column
-// j * 8 + (l % 4) * 2 + r % 2; both columns of a pair are stored together where the tile allows.
+// elements apart, in the `Swizzle`-byte swizzled layout for a shared tile that TMA or WGMMA reads: each
+// element moves by its shared address, as item() moves it), converting each element to T. In a tile of a
+// buffer in panels (`panel_stride` elements apart, `row_stride` columns each, the tile's first element
+// column `first` of its panel) every element is placed as panel_item_offset() places it. The fragment
+// layout: thread t of the warpgroup (warp w = t / 32, lane l) holds in register j * 4 + r of each fragment
+// the element at row w * 16 + l / 4 + 8 * (r / 2), column j * 8 + (l % 4) * 2 + r % 2; both columns of a
+// pair are stored together where the tile allows (a pair never straddles a panel or a swizzled chunk).
 // `rows` and `columns` (mma.store.mask) leave out the elements at or past them: the tail of a tile that
 // reaches past the end of the array.
 template <int N, int Tiles, int Swizzle, class T, class A>
 __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, int rows = Tiles * 64,
-                                         int columns = N) {
+                                         int columns = N, int panel_stride = 0, int first = 0) {
   const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
-  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0;
-  unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
+  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0 && first % 2 == 0;
+  const auto at = [&](int row, int column) -> T& {
+    const int element = panel_stride == 0 ? row * row_stride + column
+                                          : panel_item_offset(row, column, row_stride, panel_stride, first);
+    if constexpr (Swizzle == 0) {
+      return out[element];
+    } else {
+      return swizzled_element<Swizzle>(out, element);
+    }
+  };
 #pragma unroll
   for (int tile = 0; tile < Tiles; ++tile) {
 #pragma unroll
@@ -1026,16 +1105,12 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, i
         const int row = tile * 64 + warp * 16 + lane / 4 + 8 * half;
         const int column = j * 8 + (lane % 4) * 2;
         const int i = tile * (N / 2) + j * 4 + half * 2;
-        const unsigned offset = swizzled<Swizzle>((row * row_stride + column) * sizeof(T));
-        T* at = reinterpret_cast<T*>(bytes + offset);
         if (row >= rows || column >= columns) continue;
         if (paired) {
-          store_pair(at, fragment_value(acc, i), fragment_value(acc, i + 1));
+          store_pair(&at(row, column), fragment_value(acc, i), fragment_value(acc, i + 1));
         } else {
-          store_element(at, fragment_value(acc, i));
-          if (column + 1 < columns)
-            store_element(reinterpret_cast<T*>(bytes + swizzled<Swizzle>((row * row_stride + column + 1) * sizeof(T))),
-                          fragment_value(acc, i + 1));
+          store_element(&at(row, column), fragment_value(acc, i));
+          if (column + 1 < columns) store_element(&at(row, column + 1), fragment_value(acc, i + 1));
         }
       }
     }

@@ -162,7 +162,7 @@ class KernelContext:
         if storage is None:
             return self.expressions.view(expr)
         future = self.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
-        swizzle = swizzle or (self.swizzles.get(future, 0) if future is not None else 0)
+        swizzle = self.swizzles.get(future, swizzle) if future is not None else swizzle
         dims = dims if dims is not None else source.dims
         base = stmt.result.id if stmt.result is not None else f"copy_line{stmt.span.line}"
         name = self.names.fresh(f"{base}_data")

@@ -28,6 +28,8 @@ def region(view: View, node: ast.Node) -> str:
     dims, strides = view.dims, view.strides
     if not dims:
         raise LoweringError("a copy moves spanned data, not one element", node)
+    if view.panels is not None:
+        return _panel_tile(view, node)
     swizzle = f", {view.swizzle}" if view.swizzle else ""
     if strides[-1].value == 1:
         if len(dims) == 1:
@@ -56,6 +58,25 @@ def region(view: View, node: ast.Node) -> str:
     return f"choreo::region({view.start.text}, {{{extents}}}, {{{steps}}})"
 
 
+def _panel_tile(view: View, node: ast.Node) -> str:
+    """A tile of a buffer that lies in panels (views.Panels): its rows are rows of the buffer, each
+    `width` columns of a row in one panel; `choreo::tile` walks the panels from the tile's first column."""
+    panels = view.panels
+    assert panels is not None
+    outer = [(dim, stride) for dim, stride in _merged(view.dims[:-1], view.strides[:-1]) if dim.value != 1]
+    rows, row_stride = outer[0] if outer else (cexpr.ONE, cexpr.const(panels.columns))
+    if len(outer) > 1 or view.strides[-1].value != 1 or row_stride.value != panels.columns:
+        raise LoweringError(
+            f"'{view.root}' lies in panels one swizzle wide (its rows are wider than its swizzle); a copy into or "
+            "out of it moves a box of its rows",
+            node,
+        )
+    return (
+        f"choreo::tile({view.start.text}, {rows.text}, {view.dims[-1].text}, {panels.width}, {view.swizzle}, "
+        f"{panels.stride}, {panels.first(view.offset).text})"
+    )
+
+
 def _merged(dims: tuple[CExpr, ...], strides: tuple[CExpr, ...]) -> list[tuple[CExpr, CExpr]]:
     """Dimensions and strides without the dimensions of extent 1, and with a dimension merged into the one
     inside it where the two are contiguous (outer stride = inner extent * inner stride)."""
@@ -76,9 +97,9 @@ def matched(source: View, destination: View) -> tuple[View, View]:
     vectors; otherwise as they are: each side is walked in its own row-major order."""
     if [d.text for d in source.dims] == [d.text for d in destination.dims]:
         return source, destination
-    if destination.is_compact:
+    if destination.is_compact and destination.panels is None:  # a buffer in panels keeps its rows
         return source, destination.reshaped(source.dims)
-    if source.is_compact:
+    if source.is_compact and source.panels is None:
         return source.reshaped(destination.dims), destination
     return source, destination
 
@@ -111,7 +132,7 @@ def padded_call(
     cp_async: bool,
 ) -> str:
     """`choreo::copy_padded`: the source at `low` in the destination (of one rank), the rest `fill`; with
-    `cp_async` the source moves with cp.async."""
+    `cp_async` the source moves with cp.async. A swizzled destination goes as a tile, which knows its layout."""
 
     def full(view: View) -> str:
         extents = ", ".join(dim.text for dim in view.dims)
@@ -120,10 +141,17 @@ def padded_call(
 
     if len(source.dims) != len(destination.dims):
         raise LoweringError("a padded copy needs a source and a destination of one rank", node)
+    if destination.swizzle and len(destination.dims) != 2:
+        raise LoweringError(
+            f"'{destination.root}' has the {destination.swizzle}-byte swizzled layout that TMA and WGMMA read, "
+            f"which a padded copy writes as a 2-D tile, not {len(destination.dims)}-D",
+            node,
+        )
     corner = ", ".join(start.text for start in low)
     index = f"choreo::Index<{len(low)}>{{{{{corner}}}}}"
+    laid_out = region(destination, node) if destination.swizzle else full(destination)  # a Tile: its layout
     return (
-        f"choreo::copy_padded<{'true' if cp_async else 'false'}>({full(destination)}, {full(source)}, {index}, {fill.text}, "
+        f"choreo::copy_padded<{'true' if cp_async else 'false'}>({laid_out}, {full(source)}, {index}, {fill.text}, "
         f"{group.rank.text}, {group.threads.text});"
     )
 

@@ -454,7 +454,7 @@ class Expressions(DeviceCallExpressions):
         indices = self.integers(args)
         if len(indices) < len(view.dims):
             return view.drop_leading(indices)
-        return Operand(view.element(indices), view.elem, storage=view.storage)
+        return Operand(view.element(indices), view.elem, storage=view.storage, swizzled=bool(view.swizzle))
 
     def _Index(self, expr: ast.Index) -> Lowered:
         base = self.value(expr.value)

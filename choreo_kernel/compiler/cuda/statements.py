@@ -354,9 +354,10 @@ class KernelEmitter(ControlStatements, BoundVariables):
         view = buffer(stmt.elem_type, cexpr.name(name), dims, storage, stmt.name, swizzle)
         self._bind(stmt, BufferSlots(view, counts) if counts else view)
         if stmt.init is not None:
-            self._fill(stmt, name, total, storage)
+            self._fill(stmt, name, total, view)
 
-    def _fill(self, stmt: ast.BufferDecl, name: str, total: CExpr, storage: Storage) -> None:
+    def _fill(self, stmt: ast.BufferDecl, name: str, total: CExpr, view: View) -> None:
+        storage = view.storage
         assert stmt.init is not None
         if len(stmt.init) != 1:
             raise LoweringError("the CUDA backend fills a buffer with one value: '{v}'", stmt)
@@ -367,6 +368,7 @@ class KernelEmitter(ControlStatements, BoundVariables):
         self.out.line(
             f"choreo::fill<{element}>({name}, {total.text}, {fill.text}, {group.rank.text}, {group.threads.text});"
         )
+        self._fence_for_tensor_cores(view)
         barrier = group.barrier()
         if barrier is not None:
             self.out.line(barrier)
@@ -452,6 +454,8 @@ class KernelEmitter(ControlStatements, BoundVariables):
             raise LoweringError("this assignment needs one element (index every dimension with .at)", target)
         self.note_written(target)
         store = self._store(lvalue, stmt.op, self.expressions.operand(stmt.value)) + ";"
+        if lvalue.swizzled:  # the tensor cores or the copy engine read this buffer (the async proxy)
+            store = f"{{ {store} choreo::fence_proxy_async_shared(); }}"
         group = self._group(stmt)
         if lvalue.storage == Storage.LOCAL or group.level == Level.THREAD or self.fragments.visit is not None:
             self.out.line(store)  # inside an apply, each thread writes the elements it owns

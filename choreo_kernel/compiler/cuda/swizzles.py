@@ -1,8 +1,17 @@
 """The layout of the shared buffers that TMA and WGMMA use (language.md 12.6): swizzled rows.
 
-A TMA copy or `mma.load` may name the swizzle with `.swiz<N>`; otherwise a WGMMA operand gets
-the widest swizzle its rows fill (128 bytes for a row of 64 halves); a warp's operand stays plain. An operand that is a copy's
-`=> shared` destination (`f.data`) is keyed by the copy's future, which names that destination.
+The layout is decided here, once per buffer, and every writer (a DMA or TMA copy, a padded
+copy, an element store, mma.store) and reader (an element load, a WGMMA descriptor) addresses
+the buffer through it (views.View.start, .start_after and .element, copies.region), so no tile
+is staged into another layout before an MMA; only `mma.load` of a global tile copies it into
+shared memory, since WGMMA reads no global memory (wgmma.Mma._stage). Writes by threads are
+fenced into the async proxy (fence.proxy.async) before the barrier that hands them over. A TMA or DMA copy or `mma.load` may name the
+swizzle with `.swiz<N>`; a WGMMA operand keeps it where its rows are a multiple of it, and
+otherwise gets the widest swizzle its rows are a multiple of (semantics/swizzle.py): 128 bytes
+for a row of 64 halves, 32 for a row of 16. Rows wider than the swizzle lie in panels
+(views.Panels). An operand that is a copy's `=> shared` destination (`f.data`) is keyed by the
+copy's future, which names that destination. A warp's operand (mma.sync, cuda/warp_mma.py) stays
+plain.
 """
 
 from __future__ import annotations
@@ -11,17 +20,16 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, BufferArray, Data, Fragment, Future, Symbol
 from choreo_kernel.compiler.semantics.levels import Level, Storage
-
-SWIZZLES = (32, 64, 128)  # bytes
+from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
 
 def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, int]:
-    """The layout of each shared buffer that TMA or WGMMA uses (language.md 12.6): the swizzle that a
-    TMA copy or mma.load names with .swiz<N>, else, for a WGMMA operand, the widest one its rows fill."""
+    """The swizzle of each shared buffer that TMA or WGMMA uses (language.md 12.6): the one a copy or
+    mma.load names with .swiz<N>, or, for a WGMMA operand, the one semantics/swizzle.py chooses."""
     named: dict[Symbol, int] = {}
     operands: set[Symbol] = set()
     for stmt in ast.walk_statements(kernel):
-        if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family not in ("tma", "mma"):
+        if not isinstance(stmt, ast.OperationStmt) or stmt.operation.family not in ("dma", "tma", "mma"):
             continue
         operation = stmt.operation
         swizzle = operation.template_args.get("swiz")
@@ -37,11 +45,11 @@ def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, in
         ):
             operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
     chosen = dict(named)
-    for symbol in operands - named.keys():
+    for symbol in operands:
         value = _data(info, symbol)
         if isinstance(value, Data) and value.dims and isinstance(value.dims[-1], int):
             row_bytes = value.dims[-1] * ELEMENT_BYTES[value.elem]
-            chosen[symbol] = max((s for s in SWIZZLES if s <= row_bytes), default=SWIZZLES[0])
+            chosen[symbol] = operand_swizzle(row_bytes, named.get(symbol))
     return chosen
 
 

@@ -9,13 +9,18 @@ chain of views folds into one subscript: `x.chunkat(i, j).at(r, c)` is
 A view also keeps where it starts along each dimension of its buffer (`origin`) and which
 buffer dimension each of its own is (`axes`): a TMA copy addresses a global tile by those
 coordinates, not by its offset. A shared buffer that TMA or WGMMA uses may have a swizzled
-layout (`swizzle` bytes); its elements are then not where the row-major subscript says.
+layout (`swizzle` bytes), and, where its rows are wider than the swizzle, lie in panels
+(`Panels`); its elements are then not where the row-major subscript says. The offset stays the
+row-major one, so every view method works as for any buffer; only the addresses that reach
+memory (`start`, `element`) go through the layout.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.semantics.levels import Storage
@@ -38,6 +43,62 @@ class Operand:
     type: str
     bound: CExpr | None = None
     storage: Storage | None = None  # for an element of a buffer: the buffer's storage (it is an lvalue)
+    swizzled: bool = False  # an element of a swizzled shared buffer, which TMA or WGMMA reads
+
+
+@dataclass(frozen=True)
+class Panels:
+    """A shared buffer of `rows` rows of `columns` elements whose rows are wider than its swizzle: it lies
+    panel after panel, each panel `width` columns (one swizzle) of every row, the layout that TMA writes a
+    box of such rows in (one box per panel) and that WGMMA reads (CUTLASS's K-major tiles of 128 bf16
+    columns). Consecutive buffers of a buffer array follow one another."""
+
+    rows: int
+    columns: int
+    width: int
+
+    @property
+    def stride(self) -> int:
+        """Elements between two panels."""
+        return self.rows * self.width
+
+    def offset(self, offset: CExpr) -> CExpr:
+        """Where the element at row-major `offset` lies."""
+        if offset.value is not None:
+            matrix = self.rows * self.columns
+            within, column = offset.value % matrix, offset.value % self.columns
+            return cexpr.const(
+                offset.value
+                - within
+                + column // self.width * self.stride
+                + within // self.columns * self.width
+                + column % self.width
+            )
+        return cexpr.call(
+            "choreo::panel_offset",
+            offset,
+            cexpr.const(self.rows),
+            cexpr.const(self.columns),
+            cexpr.const(self.width),
+        )
+
+    def first(self, offset: CExpr) -> CExpr:
+        """The column within its panel of the element at row-major `offset`."""
+        if offset.value is not None:
+            return cexpr.const(offset.value % self.columns % self.width)
+        column = cexpr.binary("%", cexpr.parenthesized(offset), cexpr.const(self.columns))
+        return cexpr.binary("%", column, cexpr.const(self.width))
+
+
+def panels_of(elem_bytes: int, dims: tuple[int, ...], swizzle: int) -> Panels | None:
+    """The panels of a swizzled buffer whose rows are a multiple of its swizzle wide and whose rows count
+    a multiple of 8 (each panel then starts on the swizzle pattern); None where its rows are one swizzle."""
+    if not swizzle or not dims:
+        return None
+    rows, row_bytes = math.prod(dims[:-1]), dims[-1] * elem_bytes
+    if row_bytes <= swizzle or row_bytes % swizzle or rows % 8:
+        return None
+    return Panels(rows, dims[-1], swizzle // elem_bytes)
 
 
 @dataclass(frozen=True)
@@ -52,24 +113,31 @@ class View:
     swizzle: int = 0  # bytes of the swizzle of a shared layout for TMA/WGMMA (0: plain row-major)
     origin: tuple[CExpr, ...] | None = None  # the start along each buffer dimension; None after a reshape
     axes: tuple[int, ...] = ()  # the buffer dimension of each of this view's dimensions
+    panels: Panels | None = None  # rows wider than the swizzle: the buffer lies in panels
 
     @property
     def start(self) -> CExpr:
-        """A pointer to the first element."""
-        if self.offset.value == 0:
+        """A pointer to the first element (before the swizzle, which moves 16-byte chunks by address)."""
+        offset = self.panels.offset(self.offset) if self.panels is not None else self.offset
+        if offset.value == 0:
             return self.pointer
-        return cexpr.binary("+", self.pointer, self.offset)
+        return cexpr.binary("+", self.pointer, offset)
+
+    def start_after(self, delta: CExpr) -> CExpr:
+        """A pointer to the element `delta` row-major elements after the first (a WGMMA K step, an M tile)."""
+        if self.panels is None:
+            return cexpr.add(self.start, delta)
+        return cexpr.binary("+", self.pointer, self.panels.offset(cexpr.add(self.offset, delta)))
 
     def element(self, indices: tuple[CExpr, ...]) -> CExpr:
-        """The subscript of one element: `base[offset + i * stride + ...]`."""
-        if self.swizzle:
-            raise LoweringError(
-                f"'{self.root}' has the {self.swizzle}-byte swizzled layout that TMA and WGMMA use, so its "
-                "elements cannot be read or written one by one on CUDA; copy it without .swiz for element access"
-            )
+        """One element: `base[offset + i * stride + ...]`, through the layout of a swizzled buffer."""
         index = self.offset
         for value, stride in zip(indices, self.strides):
             index = cexpr.add(index, cexpr.multiply(value, stride))
+        if self.panels is not None:
+            index = self.panels.offset(index)
+        if self.swizzle:
+            return cexpr.call(f"choreo::swizzled_element<{self.swizzle}>", self.pointer, index)
         return cexpr.subscript(self.pointer, index)
 
     def shifted(self, indices: tuple[CExpr, ...], steps: tuple[CExpr, ...], dims: tuple[CExpr, ...]) -> View:
@@ -118,6 +186,11 @@ class View:
 
     def reshaped(self, dims: tuple[CExpr, ...]) -> View:
         """`span_as`: the elements stored one after another from the first one, in the shape `dims`."""
+        if self.panels is not None:
+            raise LoweringError(
+                f"'{self.root}' lies in panels one swizzle wide (its rows are wider than its swizzle), so its "
+                "elements are not one after another: reshape a buffer with rows of one swizzle"
+            )
         return replace(self, dims=dims, strides=compact_strides(dims), origin=None, axes=())
 
     def strided(
@@ -164,6 +237,12 @@ def buffer(
     elem: str, pointer: CExpr, dims: tuple[CExpr, ...], storage: Storage, root: str, swizzle: int = 0
 ) -> View:
     origin = (cexpr.ZERO,) * len(dims)
+    extents = tuple(d.value for d in dims)
+    panels = (
+        panels_of(ELEMENT_BYTES[elem], tuple(int(e) for e in extents if e is not None), swizzle)
+        if None not in extents
+        else None
+    )
     return View(
         elem,
         pointer,
@@ -175,6 +254,7 @@ def buffer(
         swizzle,
         origin,
         tuple(range(len(dims))),
+        panels,
     )
 
 

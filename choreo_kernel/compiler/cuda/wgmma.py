@@ -4,7 +4,9 @@ An accumulator lives in the registers of each thread of its warpgroup: `rows / 6
 an m64nN instruction (language.md 12.5), N being the accumulator's columns. `mma.row.row acc, a, b`
 becomes, for each 64 rows of `a` and each K step of the instruction (every step reads 32 bytes of
 each row: k16 for 16-bit types, k8 for tf32, k32 for 8-bit types), one `wgmma.mma_async` whose
-operands are descriptors of the swizzled shared tiles; the statement's instructions form one
+operands are descriptors of the swizzled shared tiles (the layout cuda/swizzles.py gives the buffer:
+rows of one swizzle, or panels one swizzle wide where the rows are wider, which a K step crosses
+and an MN-major descriptor steps over by its leading byte offset); the statement's instructions form one
 commit group. A tile is K-major when its rows run along K (`a` of `row`, `b` of `row`: the
 prototype's "TN" GEMM) and MN-major otherwise (`b` of `mma.row.col` is [K, N]), which WGMMA reads
 transposed (16-bit types only).
@@ -23,7 +25,8 @@ register work between an MMA's issue and its wait is pinned before the wait (`_p
 or nvcc may sink it past the wait and lose the overlap with the MMA.
 
 `mma.load` names its tile for the MMA that uses it: the operand stays in shared memory and is
-read by descriptor (the tile must not change before that MMA, as in any WGMMA program).
+read by descriptor (the tile must not change before that MMA, as in any WGMMA program); a global
+tile is first copied into a shared tile of the warpgroup (`_stage`).
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
-from choreo_kernel.compiler.cuda import cexpr, elements
+from choreo_kernel.compiler.cuda import cexpr, copies, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, RowRegisters, View
-from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.cuda.threads import unit_group
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, RowRegisters, View, buffer
+from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
 PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
 STEP_BYTES = 32  # each K step of a wgmma reads 32 bytes of every operand row
@@ -212,19 +217,51 @@ class Mma:
 
     def _load(self, stmt: ast.OperationStmt) -> None:
         """`f = mma.load tile`: the fragment is the tile itself, read by descriptor where it is used."""
-        view = self.emitter.expressions.view(stmt.operation.args[0])
-        swizzle = stmt.operation.template_args.get("swiz")
-        if swizzle is not None and int(swizzle) != view.swizzle:
-            raise LoweringError(
-                f"'{view.root}' has a {view.swizzle}-byte swizzle here, not the {swizzle} bytes this mma.load names",
-                stmt,
-            )
+        view = self.emitter.expressions.view(stmt.operation.args[0])  # its layout: cuda/swizzles.py
+        if view.storage == Storage.GLOBAL:
+            view = self._stage(stmt, view)
         symbol = self.emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         if symbol is not None:
             self.emitter.bindings[symbol] = view
         self.emitter.out.line(
             "// the fragment stays in shared memory: the MMA that uses it reads it by descriptor"
         )
+
+    def _stage(self, stmt: ast.OperationStmt, tile: View) -> View:
+        """`mma.load` of a global tile: WGMMA reads shared memory only, so the warpgroup copies the tile into
+        a shared tile of its own (one per warpgroup of the block), in the layout an operand of its rows gets
+        (semantics/swizzle.py). It first waits for its earlier MMAs, which may still read the previous
+        contents, and after the copy fences its writes for the tensor cores and synchronizes."""
+        emitter, out = self.emitter, self.emitter.out
+        dims = [d.value for d in tile.dims]
+        warpgroups = (emitter.threads.block_threads or 0) // 128
+        if len(dims) != 2 or None in dims or not warpgroups:
+            raise LoweringError(
+                "'mma.load' of a global tile copies it into shared memory, which needs a 2-D tile of a size and a "
+                "block of a thread count known at compile time",
+                stmt,
+            )
+        rows, columns = int(dims[0] or 0), int(dims[1] or 0)
+        named = stmt.operation.template_args.get("swiz")
+        swizzle = operand_swizzle(
+            columns * ELEMENT_BYTES[tile.elem], int(named) if named is not None else None
+        )
+        base = stmt.result.id if stmt.result is not None else f"load_line{stmt.span.line}"
+        name = emitter.names.fresh(f"{base}_staged")
+        out.line(
+            f"// WGMMA reads shared memory: '{tile.root}' is copied into a shared tile of this warpgroup"
+        )
+        out.line(emitter.shared_buffer(name, tile.elem, (cexpr.const(warpgroups), *tile.dims), swizzle, stmt))
+        staged = buffer(tile.elem, cexpr.name(name), tile.dims, Storage.SHARED, name, swizzle)
+        staged = replace(
+            staged, offset=cexpr.multiply(cexpr.raw("threadIdx.x / 128"), cexpr.const(rows * columns))
+        )
+        group = unit_group(Level.WARPGROUP)
+        out.line("choreo::wgmma_wait_group<0>();  // no earlier MMA still reads the previous contents")
+        out.line(copies.copy_call("copy", tile, staged, group, stmt))
+        out.line("choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores")
+        out.line(str(group.barrier()))
+        return staged
 
     def _store(self, stmt: ast.OperationStmt) -> None:
         emitter = self.emitter
@@ -243,7 +280,18 @@ class Mma:
                 f"'mma.store' converts into {', '.join(STORE_TYPES)}, not {destination.elem}", stmt
             )
         row_stride = destination.strides[0]
-        if (
+        counts = [emitter.expressions.integer(count).text for count in stmt.operation.args[2:]]
+        panels = destination.panels
+        if panels is not None:  # rows of one panel, and where the panels and the tile's first column are
+            if row_stride.value != panels.columns:
+                raise LoweringError(
+                    f"'{destination.root}' lies in panels one swizzle wide, so 'mma.store' writes a tile of its rows",
+                    stmt,
+                )
+            row_stride = cexpr.const(panels.width)
+            counts += [str(accumulator.rows), str(accumulator.columns)][len(counts) :]
+            counts += [str(panels.stride), panels.first(destination.offset).text]
+        elif (
             destination.swizzle
             and (row_stride.value or 0) * ELEMENT_BYTES[destination.elem] != destination.swizzle
         ):
@@ -252,13 +300,15 @@ class Mma:
                 stmt,
             )
         template = f"{accumulator.columns}, {accumulator.tiles}, {destination.swizzle}"
-        counts = "".join(
-            f", {emitter.expressions.integer(count).text}" for count in stmt.operation.args[2:]
-        )  # mma.store.mask: the rows (and columns) to write
+        masks = "".join(f", {count}" for count in counts)  # mma.store.mask: the rows (and columns) to write
         emitter.out.line(
             f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, "
-            f"{row_stride.text}{counts});"
+            f"{row_stride.text}{masks});"
         )
+        if destination.swizzle:  # TMA or WGMMA reads it next: the async proxy
+            emitter.out.line(
+                "choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores"
+            )
         context = emitter.info.context_of[id(stmt)]
         if destination.storage == Storage.SHARED and emitter.threads.covers_instances(context):
             barrier = emitter.threads.issuing_group(context).barrier()
@@ -315,12 +365,11 @@ class Mma:
             target = cexpr.add(
                 target, cexpr.multiply(cexpr.name(tile), cexpr.const(accumulator.registers // tiles))
             )
-        a_operand = f"choreo::wgmma_descriptor<{a.swizzle}>({a_start.text})"
+        a_operand = _descriptor(a, a_start, a_mn_major)
         if registers is not None:  # 4 registers per K step, K / 4 per 64-row tile
             a_operand = _register_slice(registers, step, tile).text
         call = (
-            f"choreo::{instruction.name}({target.text}, {a_operand}, "
-            f"choreo::wgmma_descriptor<{b.swizzle}>({b_start.text}));"
+            f"choreo::{instruction.name}({target.text}, {a_operand}, {_descriptor(b, b_start, b_mn_major)});"
         )
         name = accumulator.name.text
         if self._chained(stmt):
@@ -389,30 +438,35 @@ class Mma:
             self._loops(loops[1:], call)
 
     def _extents(self, view: View, mn_major: bool, which: str, expr: ast.Expr) -> tuple[int, int]:
-        """(M or N, K) of an operand tile, after checking that WGMMA can read its layout."""
+        """(M or N, K) of an operand tile, after checking that WGMMA can read its layout: a tile of a
+        shared buffer's rows, swizzled, each row one swizzle or panels of one (cuda/swizzles.py decides)."""
         dims = [d.value for d in view.dims]
         if len(dims) != 2 or None in dims:
             raise LoweringError(f"operand {which} of an MMA is a 2-D tile of known size", expr)
-        row_bytes = (view.strides[0].value or 0) * ELEMENT_BYTES[view.elem]
+        element_bytes = ELEMENT_BYTES[view.elem]
+        row_elements = view.panels.width if view.panels is not None else view.strides[0].value
+        buffer_row = view.panels.columns if view.panels is not None else view.strides[0].value
         if (
             view.storage != Storage.SHARED
             or not view.swizzle
             or view.strides[1].value != 1
-            or row_bytes != view.swizzle
+            or view.strides[0].value != buffer_row
+            or (row_elements or 0) * element_bytes != view.swizzle
         ):
             raise LoweringError(
-                f"operand {which} ('{view.root}') must be a shared tile in a swizzled layout whose rows are the "
-                "swizzle's width (32, 64 or 128 bytes), as a TMA load with .swiz<N> writes it",
+                f"operand {which} ('{view.root}') must be a tile of a shared buffer whose rows WGMMA can read: "
+                "rows of a multiple of 32 bytes (the compiler swizzles them), not a reshaped or strided view",
                 expr,
             )
         first, second = int(dims[0] or 0), int(dims[1] or 0)
-        if mn_major:
-            if second * ELEMENT_BYTES[view.elem] != view.swizzle:
-                raise LoweringError(f"operand {which} ('{view.root}') spans more than one swizzle row", expr)
-            return second, first
-        if second * ELEMENT_BYTES[view.elem] > view.swizzle:
-            raise LoweringError(f"operand {which} ('{view.root}') has K wider than one swizzle row", expr)
-        return first, second
+        panel = view.swizzle // element_bytes
+        if mn_major and second % panel:  # an MN-major instruction reads whole swizzle rows of M or N
+            raise LoweringError(
+                f"operand {which} ('{view.root}') is MN-major and {second} elements wide, which is not whole "
+                f"{view.swizzle}-byte rows of its swizzle; use a buffer of that width",
+                expr,
+            )
+        return (second, first) if mn_major else (first, second)
 
     # ------------------------------------------------------------------ waits
 
@@ -489,15 +543,23 @@ class Mma:
 
 
 def _advance(view: View, mn_major: bool, step: str | None, k: int, tile: str | None) -> CExpr:
-    """The first element that one instruction reads: K steps move along rows (MN-major) or columns."""
-    start = view.start
+    """The first element that one instruction reads: K steps move along rows (MN-major) or columns, which
+    in a buffer in panels cross into the next panel (the view's layout places the element)."""
+    delta = cexpr.ZERO
     stride = view.strides[0]
     if step is not None:
         k_offset = cexpr.multiply(cexpr.name(step), cexpr.const(k))
-        start = cexpr.add(start, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
+        delta = cexpr.add(delta, cexpr.multiply(k_offset, stride) if mn_major else k_offset)
     if tile is not None:
-        start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
-    return start
+        delta = cexpr.add(delta, cexpr.multiply(cexpr.name(tile), cexpr.const(64), stride))
+    return view.start_after(delta)
+
+
+def _descriptor(view: View, start: CExpr, mn_major: bool) -> str:
+    """The descriptor of an operand tile from its first element; an MN-major tile wider than one panel
+    names the bytes between panels (a K-major instruction reads 32 bytes of K, within one panel)."""
+    panel_bytes = f", {view.panels.stride * ELEMENT_BYTES[view.elem]}" if mn_major and view.panels else ""
+    return f"choreo::wgmma_descriptor<{view.swizzle}>({start.text}{panel_bytes})"
 
 
 def _register_slice(registers: AccumulatorRegisters, step: str | None, tile: str | None) -> CExpr:

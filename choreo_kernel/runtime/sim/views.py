@@ -166,7 +166,8 @@ class View:
 
     def write_clipped(self, values: Any, limits: tuple[Any, ...] | None = None) -> None:
         """A TMA store's, or a masked store's, tile: only the elements inside the array (and below
-        `limits`, the rows and columns of `mma.store.mask`) are written."""
+        `limits`, the rows and columns of `mma.store.mask`, the columns left out where there is one) are
+        written, as on CUDA."""
         bounds = list(self.edge or self.dims)
         for axis, limit in enumerate(limits or ()):  # rows first, then columns, as on CUDA
             position = max(len(self.dims) - 2, 0) + axis

@@ -46,7 +46,7 @@ class ResolverBase:
 
     info: FunctionInfo
     scope: Scope
-    swizzle_of: dict[str, tuple[int, Span]]  # shared buffer -> swizzle a TMA wrote it with
+    swizzle_of: dict[str, tuple[int, Span]]  # shared buffer -> swizzle a copy wrote it with
     return_type: ast.TypeRef
     saw_return: bool
     written: frozenset[str]  # the names the function writes (ast.written_names)

@@ -154,7 +154,7 @@ class CopyRules(ResolverBase):
             )
             return None
         self._modifiers(operation)
-        self._swizzle(operation)
+        swizzle = self._swizzle(operation)
         self._after(operation)
         operands = self._copy_operands(operation)
         destination: Data | None = None
@@ -166,6 +166,12 @@ class CopyRules(ResolverBase):
                 destination = self._transpose(operation, operands)
             else:
                 destination = self._landing(operation, operands, larger=True)
+                if (
+                    swizzle is not None
+                    and isinstance(destination, Data)
+                    and destination.storage == Storage.SHARED
+                ):
+                    self.swizzle_of[destination.root] = (swizzle, operation.op_span)
         source = operands[0] if operands else None
         if (
             operation.is_async

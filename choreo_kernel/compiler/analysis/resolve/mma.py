@@ -30,6 +30,7 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import Note
 from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
 F16_ACCUMULATED = ("f16", "f8_e4m3", "f8_e5m2")  # the operands WGMMA accumulates in f16 (PTX ISA 9.7.15.5)
 WGMMA_TYPES = {"f16": 16, "bf16": 16, "tf32": 8, "f8_e4m3": 32, "f8_e5m2": 32, "s8": 32, "u8": 32}
@@ -225,28 +226,26 @@ class MmaRules(WarpMmaRules):
         return info
 
     def _check_swizzle(self, operand: Data, operation: ast.Operation) -> None:
-        """A swizzle wider than the buffer's rows gives a layout that WGMMA cannot read (12.6)."""
+        """A `.swiz<N>` that the buffer's rows are not a multiple of gives a layout WGMMA cannot read, so the
+        CUDA lowering lays the buffer out with another swizzle (semantics/swizzle.py); this says so."""
         written = self.swizzle_of.get(operand.root)
         symbol = self.scope.lookup(operand.root)
-        if written is None or symbol is None:
+        if written is None or symbol is None or self.target != "cuda":
             return
         buffer = symbol.value.element if isinstance(symbol.value, BufferArray) else symbol.value
         if not isinstance(buffer, Data) or not buffer.dims or not isinstance(buffer.dims[-1], int):
             return
         swizzle, span = written
         row_bytes = buffer.dims[-1] * ELEMENT_BYTES.get(buffer.elem, 2)
-        if swizzle > row_bytes:
-            self.hopper_rule(
-                f"WGMMA cannot read '{operand.root}': its rows are {row_bytes} bytes but it was loaded with a "
-                f"{swizzle}-byte swizzle; use .swiz<{self._widest_swizzle(row_bytes)}> "
-                "or let the compiler choose",
+        chosen = operand_swizzle(row_bytes, swizzle)
+        if chosen != swizzle:
+            self.sink.warning(
+                f"WGMMA cannot read '{operand.root}' with .swiz<{swizzle}>: its rows are {row_bytes} bytes, so the "
+                f"compiler lays it out with a {chosen}-byte swizzle; write .swiz<{chosen}> or leave the choice to it",
                 operation.span,
                 Note(f"'{operand.root}' is written with .swiz<{swizzle}> here", span),
                 Note(f"'{operand.root}' is declared here", symbol.span),
             )
-
-    def _widest_swizzle(self, row_bytes: int) -> int:
-        return max((s for s in (32, 64, 128) if s <= row_bytes), default=32)
 
     def _operand(self, expr: ast.Expr) -> Data | None:
         value = self._expr(expr)

@@ -43,7 +43,7 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
     def function(self, function: ast.Function) -> FunctionInfo:
         self.info = FunctionInfo(function)
         self.scope = Scope()
-        self.swizzle_of: dict[str, tuple[int, Span]] = {}  # shared buffer -> swizzle a TMA wrote it with
+        self.swizzle_of: dict[str, tuple[int, Span]] = {}  # shared buffer -> swizzle a copy wrote it with
         self.return_type = function.return_type
         self.saw_return = False
         self.written = ast.written_names(function.body)

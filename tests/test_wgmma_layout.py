@@ -1,0 +1,116 @@
+"""The shared layout of WGMMA operands (compiler/cuda/swizzles.py, views.Panels): decided once per
+buffer and followed by every copy, element access and descriptor. The programs themselves run in
+tests/cuda/wgmma_*.co (sim vs NumPy in test_sim.py, nvcc in test_cuda_compile.py, GPU in test_gpu.py);
+these check the layout's arithmetic and what the lowering emits for it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cuda_corpus import CUDA_PROGRAMS
+
+from choreo_kernel.compiler.cuda import cexpr, emit_program
+from choreo_kernel.compiler.cuda.views import Panels, panels_of
+from choreo_kernel.compiler.driver import analyze
+from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
+
+
+def emitted(name: str) -> str:
+    path = CUDA_PROGRAMS / name
+    return emit_program(analyze(path.read_text(encoding="utf-8"), filename=name), self_contained=True)
+
+
+@pytest.mark.parametrize(
+    ("row_bytes", "named", "chosen"),
+    [
+        (32, None, 32),
+        (64, None, 64),
+        (256, None, 128),
+        (96, None, 32),
+        (32, 128, 32),
+        (256, 64, 64),
+        (192, 128, 64),
+    ],
+)
+def test_an_operand_keeps_a_swizzle_its_rows_are_a_multiple_of_and_else_gets_the_widest_such(
+    row_bytes: int, named: int | None, chosen: int
+) -> None:
+    assert operand_swizzle(row_bytes, named) == chosen
+
+
+def test_panels_place_each_element_where_tma_writes_its_boxes() -> None:
+    """Two buffers of 16 rows of 128 halves in 128-byte panels: panel p holds columns 64p.. of every
+    row, one panel after the other, the second buffer after the first (a buffer array)."""
+    panels = Panels(rows=16, columns=128, width=64)
+    logical = np.arange(2 * 16 * 128).reshape(2, 16, 128)
+    expected = logical.reshape(2, 16, 2, 64).transpose(0, 2, 1, 3).ravel()  # slot, panel, row, column
+    placed = np.empty_like(expected)
+    for offset in range(logical.size):
+        placed[panels.offset(cexpr.const(offset)).value] = offset
+    assert (placed == expected).all()
+    assert panels.first(cexpr.const(5 * 128 + 70)).value == 6
+
+
+def test_only_rows_wider_than_the_swizzle_lie_in_panels() -> None:
+    assert panels_of(2, (64, 64), 128) is None  # one swizzle per row: plain swizzled rows
+    assert panels_of(2, (64, 128), 128) == Panels(64, 128, 64)
+    assert panels_of(2, (64, 128), 64) == Panels(64, 128, 32)
+    assert panels_of(2, (4, 128), 128) is None  # not a multiple of 8 rows: no panel starts on the pattern
+
+
+def test_k_steps_of_a_wide_tile_cross_panels_through_the_layout() -> None:
+    cuda = emitted("wgmma_dma_wide_k.co")
+    assert "choreo::copy_async(choreo::tile(ls, 128, 128, 64, 128, 8192, 0)" in cuda  # cp.async into panels
+    assert "choreo::copy(choreo::tile(rs, 64, 128, 64, 128, 4096, 0)" in cuda
+    assert (
+        "choreo::wgmma_descriptor<128>(ls + choreo::panel_offset(k_step * 16 + m_tile * 64 * 128, 128, 128, 64))"
+        in cuda
+    )
+
+
+def test_an_n_major_operand_in_two_panels_names_the_bytes_between_them() -> None:
+    cuda = emitted("wgmma_mn_major_panels.co")
+    assert "wgmma_m64n128k16_f32_f16_b_nmajor" in cuda
+    assert ", 4096));" in cuda  # 32 rows of 128 bytes per panel
+
+
+def test_element_stores_go_through_the_swizzle_and_are_fenced_for_the_tensor_cores() -> None:
+    cuda = emitted("wgmma_thread_filled_rows32.co")
+    assert cuda.count("choreo::swizzled_element<32>(") == 2
+    assert cuda.count("choreo::fence_proxy_async_shared(); }") == 2
+    assert "choreo::wgmma_descriptor<32>(ls)" in cuda
+
+
+def test_a_swizzle_the_rows_do_not_fit_is_replaced_for_every_writer_and_reader() -> None:
+    path = CUDA_PROGRAMS / "wgmma_mismatched_swizzle.co"
+    source = path.read_text(encoding="utf-8")
+    warnings = [d.message for d in analyze(source, filename=path.name).diagnostics]
+    assert len(warnings) == 2  # 'ls', written by TMA, and 'rs', by a dma copy
+    assert all(
+        "with .swiz<128>: its rows are 64 bytes, so the compiler lays it out with a 64-byte" in w
+        for w in warnings
+    )
+    assert not analyze(source, target="sim", filename=path.name).diagnostics  # the sim has no layouts
+    cuda = emitted("wgmma_mismatched_swizzle.co")
+    assert cuda.count("64-byte swizzled layout, for TMA and WGMMA") == 2
+    assert "choreo::copy(choreo::tile(rs, 64, 32, 32, 64)" in cuda
+    assert "wgmma_descriptor<128>" not in cuda
+
+
+def test_an_mma_load_of_a_global_tile_stages_it_in_a_shared_tile_per_warpgroup() -> None:
+    cuda = emitted("wgmma_load_from_global.co")
+    assert cuda.count("choreo::wgmma_wait_group<0>();  // no earlier MMA still reads") == 2
+    assert "choreo::copy(choreo::tile(a_staged + threadIdx.x / 128 * 1024, 64, 16, 16, 32)" in cuda
+    copy, fence = (
+        cuda.index("choreo::copy(choreo::tile(b_staged"),
+        cuda.index("fence_proxy_async_shared();", cuda.index("b_staged +")),
+    )
+    barrier = cuda.index("named_barrier_sync(1 + threadIdx.x / 128, 128)", fence)
+    assert copy < fence < barrier < cuda.index("choreo::wgmma_descriptor<32>(a_staged")
+
+
+def test_mma_store_into_panels_places_each_element_and_fences_for_the_next_mma() -> None:
+    cuda = emitted("wgmma_store_into_panels.co")
+    store = cuda.index("choreo::store_accumulator<128, 1, 128>(acc, s, 64, 64, 128, 4096, 0);")
+    fence = cuda.index("choreo::fence_proxy_async_shared();", store)
+    assert store < fence < cuda.index("__syncthreads();", fence) < cuda.index("wgmma_descriptor<128>(s + ")
