@@ -210,7 +210,8 @@ class MmaRules(ResolverBase):
                 )
                 return info
             k_a = k_a * 2 if isinstance(k_a, int) else k_a  # packed A holds K / 2 columns
-            self._check_metadata(operation, m, k_a)
+            if not self._check_metadata(operation, m, k_a):
+                return info
         if sparsity.is_scaled(operation):
             self._check_scales(operation, operation.args[3], operation.args[4], m)
         if isinstance(k_a, int) and isinstance(k_b, int) and k_a != k_b:
@@ -240,8 +241,8 @@ class MmaRules(ResolverBase):
             self._check_accumulator_owner(symbol, operation, context)
         return info
 
-    def _check_metadata(self, operation: ast.Operation, m: Dim, k: Dim) -> None:
-        """The metadata of a 2:4 sparse A: an mma.load of u8 [M, K / 8] (semantics/sparsity.py)."""
+    def _check_metadata(self, operation: ast.Operation, m: Dim, k: Dim) -> bool:
+        """The metadata of a 2:4 sparse A: an mma.load of u8 [M, K / 8] (semantics/sparsity.py); whether it is."""
         expr = operation.args[3]
         value = self._expr(expr)
         if isinstance(value, Future) and value.is_data:
@@ -249,14 +250,14 @@ class MmaRules(ResolverBase):
         if isinstance(value, Tiling):
             value = value.tile()
         if isinstance(value, Unknown):
-            return
+            return True
         if not isinstance(value, Fragment):
             self.error(
                 "sparse WGMMA metadata must be loaded into a register with mma.load before use: write "
                 f"'e = mma.load {_text(expr)};' and pass 'e'",
                 expr.span,
             )
-            return
+            return False
         data = value.data
         columns: Dim = sparsity.metadata_columns(k) if isinstance(k, int) else "K / 8"
         if data.elem != "u8" or len(data.dims) != 2 or known_mismatch(data.dims, (m, columns)):
@@ -266,6 +267,8 @@ class MmaRules(ResolverBase):
                 f"got {data.describe()}",
                 expr.span,
             )
+            return False
+        return True
 
     def _check_scales(
         self, operation: ast.Operation, row_scales: ast.Expr, column_scale: ast.Expr, m: Dim
