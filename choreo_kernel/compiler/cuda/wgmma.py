@@ -398,7 +398,19 @@ class Mma:
         a_operand = f"choreo::wgmma_descriptor<{a.swizzle}>({a_start.text})"
         if registers is not None:  # 4 registers per K step, K / 4 per 64-row tile
             a_operand = _register_slice(registers, step, tile).text
-        metadata = self._metadata(stmt, args[3], rows, k, instruction, step, tile) if sparse else ""
+        loops = [loop for loop in ((tile, tiles), (step, steps)) if loop[0] is not None]
+        metadata = ""
+        if sparse:  # gathered before the fence: a register written after it makes ptxas add one (C7519)
+            source_name = args[3].id if isinstance(args[3], ast.Name) else "metadata"
+            gathered = self.emitter.names.fresh(f"{source_name}_registers")
+            index = cexpr.add(
+                cexpr.multiply(cexpr.name(tile), cexpr.const(steps)) if tile is not None else cexpr.const(0),
+                cexpr.name(step) if step is not None else cexpr.const(0),
+            )
+            out.line(f"unsigned {gathered}[{steps * tiles}];  // each instruction's metadata register")
+            gather = self._metadata(stmt, args[3], rows, k, instruction, step, tile)
+            self._loops(loops, f"{gathered}[{index.text}] = {gather};")
+            metadata = f", {gathered}[{index.text}]"
         call = (
             f"choreo::{instruction.name}({target.text}, {a_operand}, "
             f"choreo::wgmma_descriptor<{b.swizzle}>({b_start.text}){metadata});"
@@ -410,8 +422,7 @@ class Mma:
         out.line(
             "choreo::wgmma_fence();  // the accumulator and the operand tiles are ready for the tensor cores"
         )
-        loops = [(tile, tiles), (step, steps)]
-        self._loops([loop for loop in loops if loop[0] is not None], call)
+        self._loops(loops, call)
         out.line("choreo::wgmma_commit_group();")
         if scaled:
             out.line("choreo::wgmma_wait_group<0>();  // the partial is read at once")
@@ -460,7 +471,7 @@ class Mma:
             start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(64), row_stride))
         eight_bit = "true" if ELEMENT_BYTES[instruction.operand] == 1 else "false"
         return (
-            f", choreo::wgmma_sparse_metadata<{eight_bit}>("
+            f"choreo::wgmma_sparse_metadata<{eight_bit}>("
             f"reinterpret_cast<const unsigned char*>({start.text}), {row_stride.text})"
         )
 
