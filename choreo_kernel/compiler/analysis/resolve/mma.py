@@ -213,6 +213,7 @@ class MmaRules(ResolverBase):
             if not self._check_metadata(operation, m, k_a):
                 return info
         if sparsity.is_scaled(operation):
+            self._check_synchronous(operation)
             self._check_scales(operation, operation.args[3], operation.args[4], m)
         if isinstance(k_a, int) and isinstance(k_b, int) and k_a != k_b:
             self.error(
@@ -298,6 +299,14 @@ class MmaRules(ResolverBase):
                 column_scale.span,
             )
 
+    def _check_synchronous(self, operation: ast.Operation) -> None:
+        if operation.is_async:
+            self.error(
+                f"'{operation.text}' adds the scaled partial product to the accumulator before the statement "
+                "ends, so it is synchronous: drop .async",
+                operation.op_span,
+            )
+
     def _mma_scale(self, stmt: ast.OperationStmt) -> None:
         """`mma.scale ACC, SA, SB`: adds the partial product of the plain MMAs before it (sparsity.py)."""
         operation = stmt.operation
@@ -307,6 +316,7 @@ class MmaRules(ResolverBase):
                 operation.span,
             )
             return
+        self._check_synchronous(operation)
         acc_expr = operation.args[0]
         accumulator = self._expr(acc_expr)
         if not isinstance(accumulator, (Accumulator, Unknown)):
