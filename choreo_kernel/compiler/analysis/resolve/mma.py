@@ -403,6 +403,15 @@ class MmaRules(ResolverBase):
             )
             return
         k_unit = WGMMA_TYPES[elem]
+        if sparsity.is_sparse(operation):
+            if elem == "tf32":
+                self.hopper_rule(
+                    "2:4 sparse WGMMA takes f16, bf16, f8 or 8-bit integer operands: tf32's sparse form is 1:2, "
+                    "which Choreo does not express",
+                    operation.span,
+                )
+                return
+            k_unit *= 2  # one sparse instruction covers twice the dense K of a dense one
         problems = []
         if isinstance(m, int) and m % 64 != 0:
             problems.append(f"M a multiple of 64 per warpgroup (got {m})")
