@@ -40,6 +40,19 @@ def test_round_trip_of_random_2to4_operands() -> None:
     assert np.array_equal(sparsity.decompress(packed, metadata), dense)
 
 
+def test_metadata_naming_a_position_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="row 0, group 1 .byte 0. gives positions 1 and 1"):
+        sparsity.decompress(np.ones((1, 4), np.float32), np.array([[0x54]], np.uint8))
+
+
+def test_the_sim_reports_undefined_metadata() -> None:
+    source = (CUDA_PROGRAMS / "gemm_sparse_f16.co").read_text()
+    module = ck.compile(source, target="sim", filename="gemm_sparse_f16.co")
+    lhs, rhs = np.ones((64, 32), np.float16), np.ones((64, 64), np.float16)
+    with pytest.raises(ck.ChoreoError, match="distinct and increasing"):
+        module.function("gemm_sparse_f16")(lhs, np.zeros((64, 8), np.uint8), rhs)
+
+
 def test_compress_refuses_a_dense_group() -> None:
     with pytest.raises(ValueError, match="not 2:4 sparse"):
         sparsity.compress(np.ones((1, 8), dtype=np.float32))

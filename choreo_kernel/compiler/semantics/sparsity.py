@@ -48,11 +48,19 @@ def decompress(packed: np.ndarray, metadata: np.ndarray) -> np.ndarray:
             f"2:4 metadata of {metadata.shape[1]} bytes per row describes {where.shape[1] * GROUP} dense "
             f"columns, but the packed operand has {kept} (K / 2 = {kept} needs {kept // 4} bytes)"
         )
+    unordered = np.argwhere(where[..., 0] >= where[..., 1])
+    if len(unordered):  # WGMMA takes only these 6 nibbles; what it does with the others is undefined
+        row, group = (int(x) for x in unordered[0])
+        first, second = (int(x) for x in where[row, group])
+        raise ValueError(
+            f"2:4 metadata row {row}, group {group} (byte {group // GROUPS_PER_BYTE}) gives positions {first} and "
+            f"{second}: the two kept positions of a group are distinct and increasing"
+        )
     dense = np.zeros((rows, where.shape[1], GROUP), dtype=packed.dtype)
     values = np.asarray(packed).reshape(rows, -1, KEPT)
     row_index = np.arange(rows)[:, None]
     group_index = np.arange(where.shape[1])[None, :]
-    for slot in range(KEPT):  # a repeated position keeps the later value, as a scatter would
+    for slot in range(KEPT):
         dense[row_index, group_index, where[..., slot]] = values[..., slot]
     return dense.reshape(rows, -1)
 

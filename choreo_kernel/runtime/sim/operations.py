@@ -247,10 +247,13 @@ def _decompressed(a: Operand, metadata: Operand) -> Operand:
 
     def read() -> np.ndarray:
         packed, where = a.read(), metadata.read()
-        if packed.ndim == 2:
-            return sparsity.decompress(packed, where)
-        wheres = where if where.ndim == 3 else [where] * len(packed)
-        return np.stack([sparsity.decompress(p, w) for p, w in zip(packed, wheres)])
+        try:
+            if packed.ndim == 2:
+                return sparsity.decompress(packed, where)
+            wheres = where if where.ndim == 3 else [where] * len(packed)
+            return np.stack([sparsity.decompress(p, w) for p, w in zip(packed, wheres)])
+        except ValueError as error:  # metadata the GPU would read as undefined
+            raise SimError(str(error)) from None
 
     return Operand(read, (a.shape[0], a.shape[1] * 2), a.elem)
 
