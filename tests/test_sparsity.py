@@ -41,7 +41,7 @@ def test_round_trip_of_random_2to4_operands() -> None:
 
 
 def test_metadata_naming_a_position_twice_is_refused() -> None:
-    with pytest.raises(ValueError, match="row 0, group 1 .byte 0. gives positions 1 and 1"):
+    with pytest.raises(ValueError, match=r"row 0, group 1 \(byte 0\) gives positions 1 and 1"):
         sparsity.decompress(np.ones((1, 4), np.float32), np.array([[0x54]], np.uint8))
 
 
