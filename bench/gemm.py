@@ -5,7 +5,10 @@ out = lhs · rhsᵀ with lhs [M, K] and rhs [N, K] ("TN", both K-major), f32 acc
 - f16 operands against `cupy.matmul(lhs, rhs.T)` (cuBLAS);
 - bf16 operands against `torch.matmul(lhs, rhs.T)` (cuBLAS through PyTorch: CuPy has no bfloat16);
 - FP8 e4m3 operands against `torch._scaled_mm(lhs, rhs.T, scale_a=1, scale_b=1, out_dtype=float16)`
-  (cuBLASLt), whose second operand must be column-major: `rhs.T` of a row-major [N, K] rhs is.
+  (cuBLASLt), whose second operand must be column-major: `rhs.T` of a row-major [N, K] rhs is;
+- `f16_sp`: a 2:4 sparse f16 lhs (2 of every 4 K elements zero), packed with its metadata
+  (compiler/semantics/sparsity.py) for bench/gemm_ws_sparse.co, against PyTorch's semi-structured
+  sparse matmul, `torch.mm(to_sparse_semi_structured(lhs), rhs.T)` (cuSPARSELt or CUTLASS).
 
 The programs: bench/gemm_ws.co (one accumulator per consumer warpgroup; counts tiles with cdiv, so it
 is correct for any M, N and K; -D ELEM/BK/ACC for bf16 and FP8; -D CLUSTER=2 for clusters of two blocks
@@ -20,7 +23,7 @@ alternately, call by call, so that both see the same clocks (the H200's clock dr
 draw: timing one after the other skews the ratio), and the medians are reported. The best variant of
 each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 and FP8) and a Hopper GPU.
 
-    python bench/gemm.py [--types f16 bf16 f8_e4m3] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
+    python bench/gemm.py [--types f16 bf16 f8_e4m3 f16_sp] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
                          [--autotune] [--emit DIR] [--profile]
 
 --autotune replaces the fixed list of variants by `ck.autotune` over a grid of defines for each of
@@ -43,9 +46,11 @@ from pathlib import Path
 from typing import Any
 
 import cupy
+import numpy as np
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.cuda import inline_header
+from choreo_kernel.compiler.semantics import sparsity
 
 BENCH = Path(__file__).resolve().parent
 TOLERANCE = 1e-2  # relative max error of the f16 result against the reference's
@@ -77,7 +82,8 @@ class Variant:
     def fits(self, m: int, n: int, k: int) -> bool:
         """Whether the program handles this shape: gemm_ws and gemm_ws_persistent any (rows of K a
         multiple of 16 bytes, for TMA; with CLUSTER, M tiles that make whole clusters), the others only
-        multiples of their tiles (of two K tiles for the paired one)."""
+        multiples of their tiles (of two K tiles for the paired one; gemm_ws_sparse's K tile is 64 dense
+        columns)."""
         if self.program in ("gemm_ws", "gemm_ws_persistent"):
             whole_clusters = -(-m // BM) % self.defines.get("CLUSTER", 1) == 0
             return (
@@ -101,6 +107,10 @@ AUTOTUNE_GRIDS: dict[str, dict[str, list[object]]] = {
 
 def grid(element: str) -> list[Variant]:
     """The configurations tried for one operand type (a small define grid)."""
+    if element == "f16_sp":
+        return [
+            Variant("gemm_ws_sparse", {"BN": bn, "STAGES": s}) for bn, s in ((256, 4), (128, 4), (128, 6))
+        ]
     types = TYPE_DEFINES.get(element, {})
     shapes = {"f8_e4m3": ((256, 3), (256, 4), (128, 6))}.get(element, ((256, 3), (256, 4), (128, 4)))
     variants = [Variant("gemm_ws", {"BN": bn, "STAGES": s, **types}) for bn, s in shapes]
@@ -170,7 +180,7 @@ def autotuned_kernels(
     for program, tuned in tuners.items():
         out = cupy.empty((m, n), cupy.float16)
         try:
-            choice = tuned.choice((setup.lhs, setup.rhs, out))
+            choice = tuned.choice((*setup.operands, out))
         except ck.ChoreoError as error:
             print(f"  {program} (autotuned): FAILED: {error}")
             continue
@@ -197,8 +207,7 @@ def shape_of(text: str) -> tuple[int, int, int]:
 class Problem:
     """One type and shape: the Choreo kernels' arguments, the reference call and its result."""
 
-    lhs: Any  # what the Choreo kernel takes (CuPy arrays; FP8 as its bytes)
-    rhs: Any
+    operands: tuple[Any, ...]  # what the Choreo kernel takes before `out` (CuPy arrays; FP8 as its bytes)
     reference: Callable[[], Any]
     expected: Any  # the reference's result, as CuPy
 
@@ -210,7 +219,9 @@ def problem(element: str, m: int, n: int, k: int) -> Problem:
     rhs = rng.random((n, k), dtype=cupy.float32) * 2 - 1
     if element == "f16":
         a, b = lhs.astype(cupy.float16), rhs.astype(cupy.float16)
-        return Problem(a, b, lambda: cupy.matmul(a, b.T), cupy.matmul(a, b.T))
+        return Problem((a, b), lambda: cupy.matmul(a, b.T), cupy.matmul(a, b.T))
+    if element == "f16_sp":
+        return sparse_problem(lhs, rhs)
     import torch
 
     dtype = torch.bfloat16 if element == "bf16" else torch.float8_e4m3fn
@@ -227,10 +238,33 @@ def problem(element: str, m: int, n: int, k: int) -> Problem:
         ours = (cupy.asarray(ta.view(torch.uint8)), cupy.asarray(tb.view(torch.uint8)))
     expected = cupy.asarray(call().float())
     torch.cuda.synchronize()
-    return Problem(*ours, call, expected)
+    return Problem(ours, call, expected)
 
 
-REFERENCE = {"f16": "cuBLAS", "bf16": "torch.matmul", "f8_e4m3": "torch._scaled_mm"}
+def sparse_problem(lhs: Any, rhs: Any) -> Problem:
+    """2:4 sparse f16: the two largest of every 4 lhs values kept, packed for Choreo, sparse for PyTorch."""
+    import torch
+    from torch.sparse import to_sparse_semi_structured
+
+    groups = cupy.asnumpy(lhs).reshape(lhs.shape[0], -1, 4)  # on the host: NumPy has put_along_axis
+    np.put_along_axis(groups, np.argsort(np.abs(groups), axis=-1)[..., :2], 0, axis=-1)
+    dense = groups.reshape(lhs.shape).astype(np.float16)
+    packed, metadata = sparsity.compress(dense)
+    b = rhs.astype(cupy.float16)
+    ta, tb = torch.as_tensor(dense, device="cuda"), torch.as_tensor(b, device="cuda")
+    sparse_lhs = to_sparse_semi_structured(ta)
+    call: Callable[[], Any] = lambda: torch.mm(sparse_lhs, tb.T)  # noqa: E731
+    expected = cupy.asarray(call().float())
+    torch.cuda.synchronize()
+    return Problem((cupy.asarray(packed), cupy.asarray(metadata), b), call, expected)
+
+
+REFERENCE = {
+    "f16": "cuBLAS",
+    "bf16": "torch.matmul",
+    "f8_e4m3": "torch._scaled_mm",
+    "f16_sp": "torch semi-structured",
+}
 
 
 Kernels = Callable[["Problem", int, int], dict[Variant, Any]]  # the builds to time on one shape
@@ -250,7 +284,7 @@ def compare(element: str, shape: tuple[int, int, int], kernels_for: Kernels, rep
             continue
         out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
         try:
-            gemm(setup.lhs, setup.rhs, out)
+            gemm(*setup.operands, out)
             cupy.cuda.get_current_stream().synchronize()
         except Exception as error:  # a failed variant is reported, and the others still run
             print(f"  {variant.label:44}: FAILED: {error}")
@@ -263,7 +297,7 @@ def compare(element: str, shape: tuple[int, int, int], kernels_for: Kernels, rep
             print(f"  {variant.label:44}: FAILED: relative max error {error:.3g} against {library}")
             continue
         theirs, ours = alternating_milliseconds(
-            setup.reference, lambda gemm=gemm, out=out: gemm(setup.lhs, setup.rhs, out), repeats
+            setup.reference, lambda gemm=gemm, out=out: gemm(*setup.operands, out), repeats
         )
         row = (theirs / ours, flops / ours / 1e9, flops / theirs / 1e9, variant.label, error)
         print(
@@ -287,6 +321,8 @@ def main() -> None:
     print(f"GEMM TN, f32 accumulate, f16 out; median of {args.repeats} alternating calls; {device}")
     summary = []
     for element in args.types:
+        if args.autotune and element == "f16_sp":
+            parser.error("--autotune has no grid for f16_sp: leave it out, or time f16_sp without it")
         if args.autotune:
             kernels_for: Kernels = functools.partial(autotuned_kernels, element, autotuners(element))
         else:
@@ -295,7 +331,7 @@ def main() -> None:
         if args.profile and not args.autotune:
             m, n, k = shape_of(args.shapes[0])
             setup = problem(element, m, n, k)
-            next(iter(kernels.values()))(setup.lhs, setup.rhs, cupy.empty((m, n), cupy.float16))
+            next(iter(kernels.values()))(*setup.operands, cupy.empty((m, n), cupy.float16))
             cupy.cuda.get_current_stream().synchronize()
             return
         for text in args.shapes:

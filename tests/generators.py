@@ -3,6 +3,8 @@ and the comparison of a result with REF under TOL.
 
 `rand(T, d0, d1, ...)` is uniform in [-1, 1) for float types, integers in [-8, 8) for
 signed types and [0, 8) for unsigned ones (within the range of the narrower ones, such as u2); `zeros`, `ones`, `arange` (0 .. n-1 reshaped);
+`meta24(u8, M, K / 8)` is valid 2:4 sparsity metadata (semantics/sparsity.py: two distinct increasing positions
+per group of 4, a nibble each);
 a plain integer or float literal is a scalar argument; `None` is the current stream, for a
 `stream` parameter.  Values come from the generator
 passed in, so a test seeds them.
@@ -18,7 +20,9 @@ import numpy as np
 from choreo_kernel.compiler.analysis.values import INT_TYPES, SUB_BYTE_BITS
 from choreo_kernel.runtime.dtypes import numpy_dtype
 
-_GENERATOR = re.compile(r"(?P<kind>rand|zeros|ones|arange)\s*\(\s*(?P<type>\w+)\s*(?P<dims>(,\s*\d+\s*)*)\)")
+_GENERATOR = re.compile(
+    r"(?P<kind>rand|zeros|ones|arange|meta24)\s*\(\s*(?P<type>\w+)\s*(?P<dims>(,\s*\d+\s*)*)\)"
+)
 
 
 def make_argument(text: str, rng: np.random.Generator) -> Any:
@@ -41,6 +45,11 @@ def make_argument(text: str, rng: np.random.Generator) -> Any:
         return np.ones(dims, dtype=dtype)
     if kind == "arange":
         return np.arange(int(np.prod(dims))).reshape(dims).astype(dtype)
+    if kind == "meta24":
+        pairs = np.array([(i, j) for i in range(4) for j in range(i + 1, 4)])
+        chosen = pairs[rng.integers(0, len(pairs), size=(*dims, 2))]
+        nibbles = chosen[..., 0] | (chosen[..., 1] << 2)
+        return (nibbles[..., 0] | (nibbles[..., 1] << 4)).astype(dtype)
     element = match["type"]
     if element in INT_TYPES:  # ml_dtypes' int4 is no np.integer: ask the Choreo type
         low, high = (-8, 8) if element.startswith("s") else (0, 8)

@@ -1,5 +1,6 @@
 """bench/gemm.py's GEMMs that take any shape (gemm_ws.co, gemm_ws_persistent.co) are correct on sim for
-sizes that are no multiple of their tiles, in each operand type the bench times; their CUDA lowers."""
+sizes that are no multiple of their tiles, in each operand type the bench times; their CUDA lowers.
+The 2:4 sparse one (gemm_ws_sparse.co) matches NumPy on sim and lowers to sparse WGMMA."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import choreo_kernel as ck
+from choreo_kernel.compiler.semantics import sparsity
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 TYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3": ml_dtypes.float8_e4m3fn}
@@ -41,6 +43,34 @@ def test_tails_are_written_and_match_numpy(
     assert not np.isnan(out).any()
     expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
     assert np.abs(out.astype(np.float32) - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+def _sparse_operands(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A 2:4 sparse f16 lhs (packed, metadata, dense) and an f16 rhs."""
+    rng = np.random.default_rng(24)
+    keep = np.argsort(rng.random((m, k // 4, 4)), axis=-1)[..., :2]
+    dense = np.zeros((m, k // 4, 4), np.float16)
+    np.put_along_axis(dense, keep, (rng.random((m, k // 4, 2)) * 2 - 1).astype(np.float16), axis=-1)
+    dense = dense.reshape(m, k)
+    packed, metadata = sparsity.compress(dense)
+    return packed, metadata, dense, (rng.random((n, k), dtype=np.float32) * 2 - 1).astype(np.float16)
+
+
+def test_the_sparse_gemm_matches_numpy_on_sim() -> None:
+    m, n, k = 128, 128, 128
+    packed, metadata, dense, rhs = _sparse_operands(m, n, k)
+    out = np.full((m, n), np.nan, np.float16)
+    _compile("gemm_ws_sparse", {"BN": 128, "STAGES": 2}, "sim").function("gemm_ws_sparse")(
+        packed, metadata, rhs, out
+    )
+    expected = dense.astype(np.float32) @ rhs.astype(np.float32).T
+    assert np.abs(out.astype(np.float32) - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+def test_the_sparse_gemm_lowers_to_sparse_wgmma() -> None:
+    source = _compile("gemm_ws_sparse", {}, "cuda").cuda_source
+    assert "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.f16.f16" in source
+    assert "choreo::wgmma_sparse_metadata<false>(" in source
 
 
 @pytest.mark.parametrize("program", ["gemm_ws", "gemm_ws_persistent"])
@@ -101,3 +131,18 @@ def test_bench_gemm_takes_device_bits_and_tails_on_the_gpu(element: str) -> None
     expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
     result = out.get().astype(np.float32)
     assert np.abs(result - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+@pytest.mark.gpu
+def test_the_sparse_gemm_matches_numpy_on_the_gpu() -> None:
+    """bench/gemm.py's f16_sp kernel, as it calls it (device arrays), against NumPy."""
+    import cupy  # type: ignore[import-not-found]
+
+    m, n, k = 256, 512, 256
+    packed, metadata, dense, rhs = _sparse_operands(m, n, k)
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+    gemm = _compile("gemm_ws_sparse", {}, "cuda").function("gemm_ws_sparse")
+    gemm(cupy.asarray(packed), cupy.asarray(metadata), cupy.asarray(rhs), out)
+    expected = dense.astype(np.float32) @ rhs.astype(np.float32).T
+    got = cupy.asnumpy(out).astype(np.float32)
+    assert np.abs(got - expected).max() <= 1e-2 * np.abs(expected).max()

@@ -20,6 +20,7 @@ from generators import assert_close, make_arguments
 from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
+from choreo_kernel.compiler.semantics import sparsity
 
 pytestmark = pytest.mark.gpu
 
@@ -73,7 +74,12 @@ def test_program_matches_its_reference_and_sim(program: Program) -> None:
     before = arguments(program)
     passed = {name: value.copy() if hasattr(value, "copy") else value for name, value in before.items()}
     result = module.function(program.function)(*passed.values())
-    scope = {"np": np, "ml_dtypes": ml_dtypes, **before}  # ml_dtypes: the narrow float types
+    scope = {
+        "np": np,
+        "ml_dtypes": ml_dtypes,
+        "sparsity": sparsity,
+        **before,
+    }  # ml_dtypes: the narrow float types
     if program.ref is not None:
         expected = eval(program.ref, scope)
         assert_close(as_reference(host(result), expected), expected, program.tol, "the result")

@@ -30,6 +30,7 @@ from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.driver import analyze
+from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.runtime.sim import SimBackend
 from choreo_kernel.runtime.sim.arith import poison_of
 
@@ -62,7 +63,12 @@ def test_corpus_program_matches_reference(program: Program, seed: int) -> None:
         ck.compile(program.source, target="sim", filename=program.name)
         return
     result, arguments, before = _call(program, seed)
-    env = {"np": np, "ml_dtypes": ml_dtypes, **before}  # ml_dtypes: the narrow float types
+    env = {
+        "np": np,
+        "ml_dtypes": ml_dtypes,
+        "sparsity": sparsity,
+        **before,
+    }  # ml_dtypes: the narrow float types
     if program.ref is not None:
         assert_close(result, eval(program.ref, env), program.tol, "the result")
     for name, expression in program.ref_args:

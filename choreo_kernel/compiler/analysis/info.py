@@ -23,6 +23,7 @@ from choreo_kernel.compiler.semantics.arrivals import EventArrivals
 from choreo_kernel.compiler.semantics.launch import FunctionLaunches
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.compiler.semantics.printing import Piece
+from choreo_kernel.compiler.semantics.sparsity import partial_mmas
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,11 @@ class FunctionInfo:
     def declared(self, declaration: object, name: str) -> Symbol | None:
         """The symbol that `declaration` made for `name`; None when nothing ever refers to it."""
         return self._declared.get((id(declaration), name))
+
+    @cached_property
+    def scaled_partials(self) -> dict[int, int]:
+        """id(plain MMA) -> id(the mma.scale that adds its partial product) (semantics/sparsity.py)."""
+        return partial_mmas(self.function.body)
 
     @cached_property
     def _declared(self) -> dict[tuple[int, str], Symbol]:

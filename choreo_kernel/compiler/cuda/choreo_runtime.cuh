@@ -1117,6 +1117,46 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, i
   }
 }
 
+// ------------------------------------------------------------------------- sparse and block-scaled MMA
+// (compiler/semantics/sparsity.py). The metadata register of a 2:4 sparse wgmma (sparsity selector 0),
+// gathered from a u8 [64, K / 8] tile whose rows are `row_stride` bytes apart (byte j of a row: groups 2j and
+// 2j + 1 of 4 dense K elements, a nibble each). 16-bit types (k32): threads 4q and 4q + 1 of warp w hold
+// bytes 2 * (t % 2) and the next of rows w * 16 + q and w * 16 + q + 8 (the other two threads of the quad the
+// same, unused); 8-bit types (k64): thread 4q + 2h + p holds bytes 4h .. 4h + 3 of row w * 16 + q + 8p.
+CHOREO_DEVICE unsigned metadata_byte(const unsigned char* meta, int row_stride, int row, int column) {
+  return static_cast<unsigned>(meta[row * row_stride + column]);
+}
+template <bool EightBit> CHOREO_DEVICE unsigned wgmma_sparse_metadata(const unsigned char* meta, int row_stride) {
+  const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
+  if (EightBit) {
+    const int row = warp * 16 + lane / 4 + (lane % 2) * 8, column = (lane / 2 % 2) * 4;
+    unsigned value = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) value |= metadata_byte(meta, row_stride, row, column + b) << (8 * b);
+    return value;
+  }
+  const int row = warp * 16 + lane / 4, column = (lane % 2) * 2;
+  return metadata_byte(meta, row_stride, row, column) | metadata_byte(meta, row_stride, row, column + 1) << 8 |
+         metadata_byte(meta, row_stride, row + 8, column) << 16 |
+         metadata_byte(meta, row_stride, row + 8, column + 1) << 24;
+}
+
+// Block scaling as DeepGEMM promotes it on Hopper (no hardware block scales): acc[r, c] += partial[r, c] *
+// row_scales[r * row_stride] * column_scale, element by element of the accumulator layout below.
+CHOREO_DEVICE void add_to_element(float* acc, int i, float value) { acc[i] += value; }
+CHOREO_DEVICE void add_to_element(unsigned* acc, int i, float value) {
+  const unsigned shift = 16 * (i % 2), bits = to_f16(fragment_value(acc, i) + value).bits;
+  acc[i / 2] = (acc[i / 2] & ~(0xFFFFu << shift)) | (bits << shift);
+}
+template <int N> CHOREO_DEVICE int fragment_row(int r);
+template <int N, int Tiles, class A>
+CHOREO_DEVICE void scale_accumulator(A* acc, const A* partial, const float* row_scales, int row_stride,
+                                     float column_scale) {
+#pragma unroll
+  for (int i = 0; i < Tiles * N / 2; ++i)
+    add_to_element(acc, i, fragment_value(partial, i) * row_scales[fragment_row<N>(i) * row_stride] * column_scale);
+}
+
 // ------------------------------------------------------------------------- register fragments
 // `frag` buffers, `apply`, `reduce_max` / `reduce_sum`, `copy` and `__to<T>(acc)` (compiler/cuda/fragments.py).
 // A [64 * Tiles, N] fragment uses the accumulator layout above: thread t of the warpgroup (warp w = t / 32,

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.analysis.flow import ForwardFlow, is_rotation, rotate_futures
 from choreo_kernel.compiler.analysis.info import FunctionInfo
@@ -44,6 +44,7 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.threads import unit_group
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, RowRegisters, View, buffer
+from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
@@ -64,10 +65,12 @@ class Instruction:
     a_mn_major: bool
     b_mn_major: bool
     a_registers: bool = False  # A from registers (RS): a 16-bit fragment, in the accumulator layout
+    sparse: bool = False  # `.sp`: A packed 2:4 (32 bytes of K / 2 per row), with a metadata register
 
     @property
     def k(self) -> int:
-        return STEP_BYTES // ELEMENT_BYTES[self.operand]
+        """The dense K of one instruction: what 32 bytes of each A row hold (twice that when packed 2:4)."""
+        return STEP_BYTES // ELEMENT_BYTES[self.operand] * (2 if self.sparse else 1)
 
     @property
     def registers(self) -> int:
@@ -76,12 +79,14 @@ class Instruction:
     @property
     def ptx(self) -> str:
         kind = PTX_TYPES[self.operand]
-        return f"wgmma.mma_async.sync.aligned.m64n{self.n}k{self.k}.{self.accumulator}.{kind}.{kind}"
+        sp = ".sp" if self.sparse else ""
+        return f"wgmma.mma_async{sp}.sync.aligned.m64n{self.n}k{self.k}.{self.accumulator}.{kind}.{kind}"
 
     @property
     def name(self) -> str:
         majors = ("_a_mmajor" if self.a_mn_major else "") + ("_b_nmajor" if self.b_mn_major else "")
         majors += "_rs" if self.a_registers else ""
+        majors += "_sp" if self.sparse else ""
         return f"wgmma_m64n{self.n}k{self.k}_{self.accumulator}_{PTX_TYPES[self.operand]}{majors}"
 
 
@@ -111,21 +116,29 @@ def wrapper(instruction: Instruction) -> str:
         else f"A ({a_major}) from shared memory through its descriptor"
     )
     a_operand = "{" + ", ".join(f"%{count + i}" for i in range(a_count)) + "}" if rs else f"%{count}"
+    sparse = instruction.sparse  # the metadata register, then sparsity selector 0 (semantics/sparsity.py)
+    flag = count + a_count + 1 + sparse
+    metadata = f", %{count + a_count + 1}, 0" if sparse else ""
+    if sparse:
+        a_text = (
+            "A (K-major, packed 2:4: [M, K / 2], metadata in e) from shared memory through its descriptor"
+        )
     lines = [
         f"// {instruction.ptx}: acc ({count} {c_type} registers per thread) += A * B,",
         f"// {a_text}, B ({b_major}) from shared memory through its descriptor.",
         f"CHOREO_DEVICE void {instruction.name}({c_type}* acc, "
-        f"{'const unsigned* a' if rs else 'unsigned long long a'}, unsigned long long b) {{",
+        f"{'const unsigned* a' if rs else 'unsigned long long a'}, unsigned long long b"
+        f"{', unsigned e' if sparse else ''}) {{",
         "  asm volatile(",
         '      "{\\n.reg .pred accumulate;\\n"',
-        f'      "setp.ne.b32 accumulate, %{count + a_count + 1}, 0;\\n"',
+        f'      "setp.ne.b32 accumulate, %{flag}, 0;\\n"',
         f'      "{instruction.ptx} "',
         '      "{"',
         *(
             f'      "{line}{", " if index < len(register_lines) - 1 else ""}"'
             for index, line in enumerate(register_lines)
         ),
-        f'      "}}, {a_operand}, %{count + a_count}, accumulate, 1, 1{transposes};\\n}}\\n"',
+        f'      "}}, {a_operand}, %{count + a_count}{metadata}, accumulate, 1, 1{transposes};\\n}}\\n"',
     ]
     outputs = [f'"{constraint}"(acc[{i}])' for i in range(count)]
     output_lines = [
@@ -137,7 +150,8 @@ def wrapper(instruction: Instruction) -> str:
         for index, line in enumerate(output_lines[1:])
     )
     a_inputs = ", ".join(f'"r"(a[{i}])' for i in range(a_count)) if rs else '"l"(a)'
-    lines.append(f'      : {a_inputs}, "l"(b), "r"(1));')
+    e_input = '"r"(e), ' if sparse else ""
+    lines.append(f'      : {a_inputs}, "l"(b), {e_input}"r"(1));')
     lines.append("}")
     return "\n".join(lines)
 
@@ -154,6 +168,7 @@ class Mma:
     depths: dict[tuple[int, Symbol], int] = field(default_factory=dict)
     operands: dict[Symbol, AccumulatorRegisters] = field(default_factory=dict)  # in-flight A registers
     pinned: set[int] = field(default_factory=set)  # the waits whose register work is pinned before them
+    partials: dict[str, AccumulatorRegisters] = field(default_factory=dict)  # block scaling, by accumulator
 
     def __post_init__(self) -> None:
         self.depths = wait_depths(self.emitter.kernel, self.emitter.info)
@@ -166,6 +181,8 @@ class Mma:
             self._load(stmt)
         elif words[0] == "store":
             self._store(stmt)
+        elif words[0] == "scale":
+            self._scale(stmt)
         else:
             self._execute(stmt, words[0] == "col", words[1] == "col")
 
@@ -202,12 +219,68 @@ class Mma:
                 f"// {rows}x{columns} {accumulator.elem}: {accumulator.tiles} m64n{columns} fragment(s) per warpgroup"
             )
             emitter.bindings[symbol] = accumulator
+            if self._has_mma_scale(symbol.name):
+                self._declare_partial(accumulator)
             value = emitter.expressions.operand(args[0])
         fill = elements.convert(value.expr, value.type, "f32")
         emitter.out.line(f"choreo::fill_accumulator({accumulator.name.text}, {fill.text});")
         # Pins the fill here: moved next to the accumulator's first MMA, it could land while another
         # MMA is running, which makes ptxas serialize them (C7514).
         emitter.out.line(f"choreo::wgmma_fence_operand({accumulator.name.text});")
+
+    def _has_mma_scale(self, name: str) -> bool:
+        """Whether an `mma.scale` adds a partial product into the accumulator `name` (sparsity.py)."""
+        scales = set(self.emitter.info.scaled_partials.values())
+        return any(
+            id(stmt) in scales and printer.expression(stmt.operation.args[0]) == name
+            for stmt in ast.walk_statements(self.emitter.kernel)
+            if isinstance(stmt, ast.OperationStmt)
+        )
+
+    def _declare_partial(self, accumulator: AccumulatorRegisters) -> AccumulatorRegisters:
+        """The registers of the unscaled product of a block-scaled K block, zeroed."""
+        name = self.emitter.names.fresh(f"{accumulator.name.text}_partial")
+        partial = replace(accumulator, name=cexpr.name(name))
+        self.emitter.out.line(
+            f"{partial.c_type} {name}[{partial.registers}];  // the unscaled product of one K block (block scaling)"
+        )
+        self.emitter.out.line(f"choreo::fill_accumulator({name}, 0.0f);")
+        self.partials[accumulator.name.text] = partial
+        return partial
+
+    def _scale(self, stmt: ast.OperationStmt) -> None:
+        """`mma.scale acc, sa, sb`: the partial of the MMAs before it, scaled into acc, then zeroed."""
+        accumulator = self._accumulator(stmt.operation.args[0])
+        partial = self.partials.get(accumulator.name.text)
+        if partial is None:
+            raise LoweringError(
+                "'mma.scale' needs the accumulator's partial product (an MMA before it)", stmt
+            )
+        self._add_scaled(accumulator, partial, stmt.operation.args[1], stmt.operation.args[2])
+        self.emitter.out.line(
+            f"choreo::fill_accumulator({partial.name.text}, 0.0f);  // the next K block's partial"
+        )
+
+    def _add_scaled(
+        self,
+        accumulator: AccumulatorRegisters,
+        partial: AccumulatorRegisters,
+        rows: ast.Expr,
+        column: ast.Expr,
+    ) -> None:
+        emitter = self.emitter
+        scales = emitter.expressions.view(rows)
+        if scales.elem != "f32":
+            raise LoweringError("the row scales of a block-scaled MMA are f32", rows)
+        row_stride = next(
+            (st for d, st in zip(scales.dims, scales.strides) if d.value != 1), scales.strides[0]
+        )
+        value = emitter.expressions.operand(column)
+        column_scale = elements.convert(value.expr, value.type, "f32")
+        emitter.out.line(
+            f"choreo::scale_accumulator<{accumulator.columns}, {accumulator.tiles}>({accumulator.name.text}, "
+            f"{partial.name.text}, {scales.start.text}, {row_stride.text}, {column_scale.text});"
+        )
 
     def _accumulator(self, expr: ast.Expr) -> AccumulatorRegisters:
         value = self.emitter.expressions.value(expr)
@@ -332,6 +405,11 @@ class Mma:
             a = replace(b, elem=registers.elem)
         else:
             rows, k = self._extents(a, a_mn_major, "a", args[1])
+        sparse = sparsity.is_sparse(stmt.operation)
+        if sparse:
+            if registers is not None:
+                raise LoweringError("a 2:4 sparse A is read from shared memory, not from registers", stmt)
+            k *= 2  # packed A holds K / 2 columns
         columns, k_b = self._extents(b, b_mn_major, "b", args[2])
         if (rows, columns) != (accumulator.rows, accumulator.columns) or k != k_b:
             raise LoweringError(
@@ -344,7 +422,7 @@ class Mma:
                 f"WGMMA in this lowering takes {', '.join(PTX_TYPES)} operands, not {a.elem}", stmt
             )
         instruction = Instruction(
-            columns, accumulator.elem, a.elem, a_mn_major, b_mn_major, registers is not None
+            columns, accumulator.elem, a.elem, a_mn_major, b_mn_major, registers is not None, sparse
         )
         if k % instruction.k:
             raise LoweringError(
@@ -358,9 +436,19 @@ class Mma:
         steps, tiles = k // instruction.k, rows // 64
         step = self.emitter.names.fresh("k_step") if steps > 1 else None
         tile = self.emitter.names.fresh("m_tile") if tiles > 1 else None
-        a_start = _advance(a, a_mn_major, step, instruction.k, tile)
+        a_start = _advance(a, a_mn_major, step, instruction.k // (2 if sparse else 1), tile)
         b_start = _advance(b, b_mn_major, step, instruction.k, None)
-        target = accumulator.name
+        scaled = sparsity.is_scaled(stmt.operation)
+        partial = (
+            self.partials.get(accumulator.name.text) if id(stmt) in emitter.info.scaled_partials else None
+        )
+        if scaled:
+            out.line(
+                f"// {printer.operation(stmt.operation)}: the product into a zeroed partial, then scaled"
+            )
+            partial = self._declare_partial(accumulator)
+        destination = partial or accumulator
+        target = destination.name
         if tile is not None:
             target = cexpr.add(
                 target, cexpr.multiply(cexpr.name(tile), cexpr.const(accumulator.registers // tiles))
@@ -368,10 +456,21 @@ class Mma:
         a_operand = _descriptor(a, a_start, a_mn_major)
         if registers is not None:  # 4 registers per K step, K / 4 per 64-row tile
             a_operand = _register_slice(registers, step, tile).text
-        call = (
-            f"choreo::{instruction.name}({target.text}, {a_operand}, {_descriptor(b, b_start, b_mn_major)});"
-        )
-        name = accumulator.name.text
+        loops = [loop for loop in ((tile, tiles), (step, steps)) if loop[0] is not None]
+        metadata = ""
+        if sparse:  # gathered before the fence: a register written after it makes ptxas add one (C7519)
+            source_name = args[3].id if isinstance(args[3], ast.Name) else "metadata"
+            gathered = self.emitter.names.fresh(f"{source_name}_registers")
+            index = cexpr.add(
+                cexpr.multiply(cexpr.name(tile), cexpr.const(steps)) if tile is not None else cexpr.const(0),
+                cexpr.name(step) if step is not None else cexpr.const(0),
+            )
+            out.line(f"unsigned {gathered}[{steps * tiles}];  // each instruction's metadata register")
+            gather = self._metadata(stmt, args[3], rows, k, instruction, step, tile)
+            self._loops(loops, f"{gathered}[{index.text}] = {gather};")
+            metadata = f", {gathered}[{index.text}]"
+        call = f"choreo::{instruction.name}({target.text}, {a_operand}, {_descriptor(b, b_start, b_mn_major)}{metadata});"
+        name = destination.name.text
         if self._chained(stmt):
             out.line(f"// chained after the MMA in flight into '{name}': the tensor cores run them in order")
         else:
@@ -381,9 +480,13 @@ class Mma:
         out.line(
             "choreo::wgmma_fence();  // the accumulator and the operand tiles are ready for the tensor cores"
         )
-        loops = [(tile, tiles), (step, steps)]
-        self._loops([loop for loop in loops if loop[0] is not None], call)
+        self._loops(loops, call)
         out.line("choreo::wgmma_commit_group();")
+        if scaled:
+            out.line("choreo::wgmma_wait_group<0>();  // the partial is read at once")
+            out.line(f"choreo::wgmma_fence_operand({name});")
+            self._add_scaled(accumulator, destination, args[3], args[4])
+            return
         symbol = emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         if stmt.operation.is_async and symbol is not None:
             # Nothing may touch the accumulator until the wait (not even the operand fence, whose
@@ -413,6 +516,38 @@ class Mma:
             and previous.operation.is_async
             and self._accumulator(previous.operation.args[0]).name
             == self._accumulator(stmt.operation.args[0]).name
+        )
+
+    def _metadata(
+        self,
+        stmt: ast.OperationStmt,
+        expr: ast.Expr,
+        rows: int,
+        k: int,
+        instruction: Instruction,
+        step: str | None,
+        tile: str | None,
+    ) -> str:
+        """The metadata register of one sparse instruction: its K / 8 bytes of each of its 64 rows."""
+        view = self.emitter.expressions.view(expr)
+        dims = [d.value for d in view.dims]
+        if view.elem != "u8" or dims != [rows, sparsity.metadata_columns(k)] or view.strides[1].value != 1:
+            raise LoweringError(
+                f"the 2:4 metadata of this MMA is a u8 [{rows}, {sparsity.metadata_columns(k)}] tile with "
+                f"contiguous rows, not {view.elem} {dims}",
+                expr,
+            )
+        start, row_stride = view.start, view.strides[0]
+        if step is not None:
+            start = cexpr.add(
+                start, cexpr.multiply(cexpr.name(step), cexpr.const(sparsity.metadata_columns(instruction.k)))
+            )
+        if tile is not None:
+            start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(64), row_stride))
+        eight_bit = "true" if ELEMENT_BYTES[instruction.operand] == 1 else "false"
+        return (
+            f"choreo::wgmma_sparse_metadata<{eight_bit}>("
+            f"reinterpret_cast<const unsigned char*>({start.text}), {row_stride.text})"
         )
 
     def _batched(self, stmt: ast.OperationStmt) -> bool:

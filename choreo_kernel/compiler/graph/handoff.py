@@ -346,12 +346,13 @@ def _same_slot(written: str | None, read: str | None) -> bool:
 
 
 def _operation_reads(operation: ast.Operation) -> tuple[ast.Expr, ...]:
-    """The operands an operation reads: a copy's source, an MMA's A and B (the accumulator is updated in
-    place, and chained WGMMAs on one accumulator are ordered by the hardware), what mma.store stores."""
+    """The operands an operation reads: a copy's source, an MMA's A and B (and a sparse one's metadata, a
+    scaled one's scales; the accumulator is updated in place, and chained WGMMAs on one accumulator are
+    ordered by the hardware), mma.scale's scales, what mma.store stores."""
     words = operation.words
     if operation.family != "mma":
         return operation.args
-    if words[:1] in (["row"], ["col"]):
+    if words[:1] in (["row"], ["col"], ["scale"]):
         return operation.args[1:]
     if words[:1] in (["store"], ["load"]):
         return operation.args[:1]

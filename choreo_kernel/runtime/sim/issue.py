@@ -11,6 +11,7 @@ and are stored so that each thread sees its own instance's object.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Transfer
+from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import WARP_THREADS
 from choreo_kernel.runtime.sim.arith import poison_of
 from choreo_kernel.runtime.sim.errors import SimError
@@ -29,6 +31,8 @@ from choreo_kernel.runtime.sim.operations import (
     Fragment,
     InstanceAccumulators,
     Operation,
+    Product,
+    add_scaled_partial,
     copy,
     matrix_multiply,
     operand_of,
@@ -72,6 +76,9 @@ class Issuer:
             store_accumulators(
                 accumulators, destination, mask if "mask" in words else None, "transp" in words
             )
+        elif words[0] == "scale":  # mma.scale ACC, SA, SB: the partial of the MMAs before it, scaled
+            accumulators = self._accumulators(operation.args[0], at, group)
+            add_scaled_partial(accumulators, *self._scales(operation.args[1:], at, group))
         else:
             result = self._multiply(stmt, (words[0], words[1]), at, group)
         if stmt.result is not None and result is not None:
@@ -160,17 +167,33 @@ class Issuer:
     def _multiply(
         self, stmt: ast.OperationStmt, layouts: tuple[str, str], at: Frame, group: Instances
     ) -> Operation:
-        accumulator, a, b = stmt.operation.args
+        operation = stmt.operation
+        accumulator, a, b = operation.args[:3]
+        extra = Product()
+        if sparsity.is_sparse(operation):
+            extra = Product(metadata=operand_of(self._operand(operation.args[3], at)))
+        elif sparsity.is_scaled(operation):
+            extra = Product(scales=self._scales(operation.args[3:], at, group))
         result = matrix_multiply(
             stmt,
             self._accumulators(accumulator, at, group),
             operand_of(self._operand(a, at)),
             operand_of(self._operand(b, at)),
             layouts,
+            replace(extra, into_partial=id(stmt) in self.info.scaled_partials),
         )
         if not result.done:
             at.block.scheduler.issue(result)
         return result
+
+    def _scales(
+        self, exprs: tuple[ast.Expr, ...], at: Frame, group: Instances
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(row scales [instances, M], column scale [instances]) of a block-scaled MMA."""
+        rows = operand_of(self._operand(exprs[0], at)).read().astype(np.float32)
+        rows = rows.reshape(len(group.lanes) if rows.ndim == 3 else 1, -1)
+        column = np.asarray(plain(self.evaluator.value(exprs[1], at)), dtype=np.float32).reshape(-1)
+        return rows, column
 
     def _operand(self, expr: ast.Expr, at: Frame) -> View | Fragment | list[Fragment]:
         if isinstance(expr, ast.Cast):  # `__to<f16>(acc)`: the accumulator, converted (as registers)

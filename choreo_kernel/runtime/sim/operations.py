@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator
 from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
 from choreo_kernel.runtime.sim.arith import poison_of
@@ -139,6 +140,7 @@ class Accumulator:
         self.fill = fill
         self.value: np.ndarray | None = None
         self.pending: Operation | None = None  # the async MMA that updates it last, until waited
+        self.partial: np.ndarray | None = None  # the unscaled product of a block-scaled K block (sparsity.py)
 
     def ensure(self, shape: tuple[int, ...], operand_elem: str) -> np.ndarray:
         if self.value is None:
@@ -208,16 +210,29 @@ def _elem(array: np.ndarray) -> str:
     return element_type_of(array.dtype) or "f32"
 
 
+@dataclass(frozen=True)
+class Product:
+    """What the sparse and block-scaled forms add to an MMA (semantics/sparsity.py)."""
+
+    metadata: Operand | None = None  # `.sp`: A is packed 2:4, this says where its values were
+    scales: tuple[np.ndarray, np.ndarray] | None = None  # `.scale`: row scales [I, M], column scale [I]
+    into_partial: bool = False  # a plain MMA whose product an `mma.scale` later adds
+
+
 def matrix_multiply(
     statement: ast.OperationStmt,
     accumulators: list[Accumulator],
     a: Operand,
     b: Operand,
     layouts: tuple[str, str],
+    extra: Product = Product(),
 ) -> Operation:
-    """acc += A * B per instance (row/col layouts as in language.md 9), computed in the accumulator's type."""
+    """acc += A * B per instance (row/col layouts as in language.md 9), computed in the accumulator's type;
+    a sparse A is expanded to dense first, a scaled product is scaled per row before it is added."""
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise SimError(f"an MMA needs two-dimensional operands, got {list(a.shape)} and {list(b.shape)}")
+    if extra.metadata is not None:
+        a = _decompressed(a, extra.metadata)
     m = a.shape[0] if layouts[0] == "row" else a.shape[1]
     n = b.shape[0] if layouts[1] == "row" else b.shape[1]
     for accumulator in accumulators:
@@ -243,8 +258,17 @@ def matrix_multiply(
         products = left @ right
         for index, accumulator in enumerate(accumulators):
             value = _value(accumulator)
-            start = before[index] if is_async else value
             part = products[index] if products.ndim == 3 else products
+            if extra.into_partial:
+                accumulator.partial = _partial(accumulator, value) + part.astype(value.dtype)
+                if is_async:
+                    value[...] = before[index]
+                continue
+            start = before[index] if is_async else value
+            if extra.scales is not None:  # the partial in the accumulator's type, then scaled and added
+                rows, column = extra.scales
+                scale = rows[min(index, len(rows) - 1)] * column[min(index, len(column) - 1)]
+                part = part.astype(value.dtype).astype(np.float32) * scale[:, None]
             value[...] = start.astype(compute) + part
 
     operation = Operation(statement, perform)
@@ -263,6 +287,37 @@ def _tensor_core_input(operand: Operand) -> np.ndarray:
     if values.dtype != np.float32:
         return values
     return (np.ascontiguousarray(values).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _decompressed(a: Operand, metadata: Operand) -> Operand:
+    """The dense A that a packed 2:4 operand and its metadata stand for, per instance."""
+
+    def read() -> np.ndarray:
+        packed, where = a.read(), metadata.read()
+        try:
+            if packed.ndim == 2:
+                return sparsity.decompress(packed, where)
+            wheres = where if where.ndim == 3 else [where] * len(packed)
+            return np.stack([sparsity.decompress(p, w) for p, w in zip(packed, wheres)])
+        except ValueError as error:  # metadata the GPU would read as undefined
+            raise SimError(str(error)) from None
+
+    return Operand(read, (a.shape[0], a.shape[1] * 2), a.elem)
+
+
+def _partial(accumulator: Accumulator, value: np.ndarray) -> np.ndarray:
+    return accumulator.partial if accumulator.partial is not None else np.zeros_like(value)
+
+
+def add_scaled_partial(accumulators: list[Accumulator], rows: np.ndarray, column: np.ndarray) -> None:
+    """`mma.scale ACC, SA, SB`: acc += partial * SA[row] * SB, and the partial starts again from zero."""
+    for index, accumulator in enumerate(accumulators):
+        value = _value(accumulator)
+        if accumulator.partial is None:
+            continue
+        scale = rows[min(index, len(rows) - 1)] * column[min(index, len(column) - 1)]
+        value[...] = value.astype(np.float32) + accumulator.partial.astype(np.float32) * scale[:, None]
+        accumulator.partial = None
 
 
 def store_accumulators(

@@ -31,6 +31,7 @@ from choreo_kernel.compiler.analysis.values import (
     shape_text,
 )
 from choreo_kernel.compiler.printer import expression, operation_name
+from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import Storage
 
 Operands = tuple[Data | Unknown, Data | StorageKeyword | Unknown]
@@ -140,11 +141,31 @@ class CopyRules(ResolverBase):
                 operation.op_span,
             )
 
+    def _sparse_copy(self, operation: ast.Operation) -> None:
+        """`dma.copy.sp<2:4>`: Croqtile compresses a tile while copying it; this compiler takes packed
+        operands and their metadata from the host (semantics/sparsity.py)."""
+        pattern = operation.template_args.get("sp", "").replace(" ", "")
+        kept, _, group = pattern.partition(":")
+        if (kept, group) != tuple(str(n) for n in sparsity.PATTERN):
+            self.error(
+                f"Only 2:4 structured sparsity is supported; got {pattern or 'no pattern'}: write dma.copy.sp<2:4>",
+                operation.op_span,
+            )
+            return
+        self.error(
+            "'dma.copy.sp<2:4>' (compressing a tile while it is copied) is not supported: pass the packed operand "
+            "and its metadata (choreo_kernel.compiler.semantics.sparsity.compress) and use mma.row.row.sp",
+            operation.op_span,
+        )
+
     def _dma(self, stmt: ast.OperationStmt, context: Context) -> FutureInfo | None:
         operation = stmt.operation
         words = operation.words
         if words == ["any"]:
             return FutureInfo(operation, stmt, "placeholder", False)
+        if words == ["copy", "sp"]:
+            self._sparse_copy(operation)
+            return None
         if words not in (["copy"], ["pad"], ["transp"]) or (
             "swiz" in operation.qualifiers and words != ["copy"]
         ):

@@ -4,11 +4,12 @@
 `mma.row.col` takes b as [K, N]; a `col` first qualifier takes a as [K, M]
 (language.md 9).  On Hopper the operation runs on one warpgroup (a `group-4`
 scope) with M a multiple of 64, N a multiple of 8 up to 256 and K a multiple
-of 16 (16-bit types) or 32 (8-bit types)."""
+of 16 (16-bit types) or 32 (8-bit types).  The `.sp` (2:4 sparse A, with metadata) and `.scale`
+(block-scaled) forms, and `mma.scale`, are described in semantics/sparsity.py."""
 
 from __future__ import annotations
 
-from choreo_kernel.compiler import ast
+from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.analysis.resolve.warp_mma import WarpMmaRules, off_its_warps
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
@@ -22,6 +23,7 @@ from choreo_kernel.compiler.analysis.values import (
     Fragment,
     Future,
     FutureInfo,
+    Scalar,
     Symbol,
     Tiling,
     Unknown,
@@ -29,6 +31,7 @@ from choreo_kernel.compiler.analysis.values import (
     shape_text,
 )
 from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
@@ -63,8 +66,21 @@ class MmaRules(WarpMmaRules):
         if words and words[0] == "store":
             self._mma_store(stmt, words[1:], context)
             return None
-        if len(words) >= 2 and words[0] in ("row", "col") and words[1] in ("row", "col") and len(words) == 2:
+        forms: tuple[list[str], ...] = (
+            [],
+            ["sp"],
+            ["scale"],
+        )  # dense, 2:4 sparse A, block-scaled (semantics/sparsity.py)
+        if (
+            len(words) >= 2
+            and words[0] in ("row", "col")
+            and words[1] in ("row", "col")
+            and words[2:] in forms
+        ):
             return self._mma_exec(stmt, words[0], words[1], context)
+        if words == ["scale"]:
+            self._mma_scale(stmt)
+            return None
         if words and words[0] in ("commit", "wait"):
             self.error(
                 f"'{operation.text}' is not part of the language: the compiler derives WGMMA commit groups "
@@ -74,7 +90,8 @@ class MmaRules(WarpMmaRules):
             return None
         self._unknown_operation(
             operation,
-            "expected mma.fill, mma.load, mma.row.row, mma.row.col, mma.col.row, mma.col.col or mma.store",
+            "expected mma.fill, mma.load, mma.row.row, mma.row.col, mma.col.row, mma.col.col (each also with "
+            ".sp or .scale), mma.scale or mma.store",
         )
         return None
 
@@ -156,12 +173,15 @@ class MmaRules(WarpMmaRules):
         self, stmt: ast.OperationStmt, a_layout: str, b_layout: str, context: Context
     ) -> FutureInfo | None:
         operation = stmt.operation
-        if len(operation.args) != 3:
-            self.error(f"'{operation.text}' takes an accumulator and two operands: ACC, A, B", operation.span)
+        form, extra = _FORMS[
+            "sp" if sparsity.is_sparse(operation) else "scale" if sparsity.is_scaled(operation) else ""
+        ]
+        if len(operation.args) != 3 + len(extra):
+            self.error(f"'{operation.text}' takes {form}", operation.span)
             for arg in operation.args:
                 self._expr(arg)
             return None
-        acc_expr, a_expr, b_expr = operation.args
+        acc_expr, a_expr, b_expr = operation.args[:3]
         accumulator = self._expr(acc_expr)
         a = self._operand(a_expr)
         b = self._operand(b_expr)
@@ -192,6 +212,19 @@ class MmaRules(WarpMmaRules):
             return info
         m, k_a = (a.dims[0], a.dims[1]) if a_layout == "row" else (a.dims[1], a.dims[0])
         n, k_b = (b.dims[0], b.dims[1]) if b_layout == "row" else (b.dims[1], b.dims[0])
+        if sparsity.is_sparse(operation):
+            if a_layout != "row":
+                self.error(
+                    f"'{operation.text}': a 2:4 sparse A is packed along K: write mma.row.*.sp",
+                    operation.span,
+                )
+                return info
+            k_a = k_a * 2 if isinstance(k_a, int) else k_a  # packed A holds K / 2 columns
+            if not self._check_metadata(operation, m, k_a):
+                return info
+        if sparsity.is_scaled(operation):
+            self._check_synchronous(operation)
+            self._check_scales(operation, operation.args[3], operation.args[4], m)
         if isinstance(k_a, int) and isinstance(k_b, int) and k_a != k_b:
             self.error(
                 f"'{operation.text}': the K extents of the operands differ: a is {shape_text(a.dims)} (K = {k_a}), "
@@ -224,6 +257,96 @@ class MmaRules(WarpMmaRules):
             self._infer_accumulator(symbol, (m, n), operation, acc_expr)
             self._check_accumulator_owner(symbol, operation, context)
         return info
+
+    def _check_metadata(self, operation: ast.Operation, m: Dim, k: Dim) -> bool:
+        """The metadata of a 2:4 sparse A: an mma.load of u8 [M, K / 8] (semantics/sparsity.py); whether it is."""
+        expr = operation.args[3]
+        value = self._expr(expr)
+        if isinstance(value, Future) and value.is_data:
+            value = self._future_data(expr) or UNKNOWN
+        if isinstance(value, Tiling):
+            value = value.tile()
+        if isinstance(value, Unknown):
+            return True
+        if not isinstance(value, Fragment):
+            self.error(
+                "sparse WGMMA metadata must be loaded into a register with mma.load before use: write "
+                f"'e = mma.load {_text(expr)};' and pass 'e'",
+                expr.span,
+            )
+            return False
+        data = value.data
+        columns: Dim = sparsity.metadata_columns(k) if isinstance(k, int) else "K / 8"
+        if data.elem != "u8" or len(data.dims) != 2 or known_mismatch(data.dims, (m, columns)):
+            expected = f"u8 [{m}, {columns}]"
+            self.error(
+                f"the 2:4 metadata of this MMA is {expected} (one byte per 8 dense K elements of each row), "
+                f"got {data.describe()}",
+                expr.span,
+            )
+            return False
+        return True
+
+    def _check_scales(
+        self, operation: ast.Operation, row_scales: ast.Expr, column_scale: ast.Expr, m: Dim
+    ) -> None:
+        """`.scale ACC, A, B, SA, SB` and `mma.scale ACC, SA, SB`: SA one f32 per row, SB one f32."""
+        rows = self._expr(row_scales)
+        if isinstance(rows, Tiling):
+            rows = rows.tile()
+        if isinstance(rows, Data):
+            extent = [d for d in rows.dims if d != 1] or [1]
+            fits = rows.elem == "f32" and len(extent) == 1 and not known_mismatch((extent[0],), (m,))
+        else:
+            fits = isinstance(rows, Unknown)
+        if not fits:
+            self.error(
+                f"the row scales of '{operation.text}' are f32 data [{m}, 1], one per accumulator row (for example "
+                f"'scale_lhs.subspan({m}, 1).at(block_m, k)'), got {rows.describe()}",
+                row_scales.span,
+            )
+        column = self._expr(column_scale)
+        if isinstance(column, Data) and all(d == 1 for d in column.dims):
+            return
+        if not isinstance(column, (Scalar, Unknown)):
+            self.error(
+                f"the column scale of '{operation.text}' is one f32 (for example 'scale_rhs.at(block_n, k)'), "
+                f"got {column.describe()}",
+                column_scale.span,
+            )
+
+    def _check_synchronous(self, operation: ast.Operation) -> None:
+        if operation.is_async:
+            self.error(
+                f"'{operation.text}' adds the scaled partial product to the accumulator before the statement "
+                "ends, so it is synchronous: drop .async",
+                operation.op_span,
+            )
+
+    def _mma_scale(self, stmt: ast.OperationStmt) -> None:
+        """`mma.scale ACC, SA, SB`: adds the partial product of the plain MMAs before it (sparsity.py)."""
+        operation = stmt.operation
+        if len(operation.args) != 3:
+            self.error(
+                "'mma.scale ACC, SA, SB;' takes an accumulator, its row scales and one column scale",
+                operation.span,
+            )
+            return
+        self._check_synchronous(operation)
+        acc_expr = operation.args[0]
+        accumulator = self._expr(acc_expr)
+        if not isinstance(accumulator, (Accumulator, Unknown)):
+            self.error(f"'mma.scale' scales an accumulator; this is {accumulator.describe()}", acc_expr.span)
+            return
+        if id(stmt) not in self.info.scaled_partials.values():
+            self.error(
+                f"'mma.scale' adds the partial product of the plain MMAs on '{_text(acc_expr)}' before it in its "
+                "block; there is none: put it after the K block's 'mma.row.row' statements, in the same block",
+                operation.span,
+            )
+        symbol = self._symbol_of_name(acc_expr)
+        shape = symbol.accumulator_shape if symbol is not None else None
+        self._check_scales(operation, operation.args[1], operation.args[2], shape[0] if shape else "M")
 
     def _check_swizzle(self, operand: Data, operation: ast.Operation) -> None:
         """A `.swiz<N>` that the buffer's rows are not a multiple of gives a layout WGMMA cannot read, so the
@@ -294,6 +417,15 @@ class MmaRules(WarpMmaRules):
             )
             return
         k_unit = WGMMA_TYPES[elem]
+        if sparsity.is_sparse(operation):
+            if elem == "tf32":
+                self.hopper_rule(
+                    "2:4 sparse WGMMA takes f16, bf16, f8 or 8-bit integer operands: tf32's sparse form is 1:2, "
+                    "which Choreo does not express",
+                    operation.span,
+                )
+                return
+            k_unit *= 2  # one sparse instruction covers twice the dense K of a dense one
         problems = []
         if isinstance(m, int) and m % 64 != 0:
             problems.append(f"M a multiple of 64 per warpgroup (got {m})")
@@ -340,3 +472,17 @@ class MmaRules(WarpMmaRules):
                     Note("the accumulator is declared here", symbol.span),
                 )
                 return
+
+
+_FORMS = {
+    "": ("an accumulator and two operands: ACC, A, B", ()),
+    "sp": (
+        "an accumulator, a packed 2:4 sparse A, B and A's metadata: ACC, A, B, E (E = mma.load of the metadata)",
+        ("e",),
+    ),
+    "scale": ("an accumulator, two operands and their scales: ACC, A, B, SA, SB", ("sa", "sb")),
+}
+
+
+def _text(expr: ast.Expr) -> str:
+    return printer.expression(expr)
