@@ -6,7 +6,7 @@
 Reads the suite where it lies and copies nothing. Each `.co` file (tests/amdgpu is out of scope)
 is put in one class from its `// RUN:` lines:
 - must-fail: a RUN line starts with `not `, or runs with `2>&1` and CHECKs (CHECK-NOT expects
-  nothing) an error message. Counted as rejected when `ck.check` (target cuda) reports an error,
+  nothing) an error message or Croqtile's count of them ("Totally 3 errors have been detected"). Counted as rejected when `ck.check` (target cuda) reports an error,
   and as "the same reason" (`same_reason`) when each CHECKed message is matched by our errors:
   Bison's "syntax error, unexpected X, expecting A or B" by a syntax error of ours that found X
   and expected A and B; a bare "syntax error" by ours saying the construct is not in the grammar;
@@ -22,7 +22,8 @@ is put in one class from its `// RUN:` lines:
 - parse: files whose every RUN line stops Croqtile after parsing (`choreo -e`, which prints the AST):
   counted as parsed when our parser accepts them; they need not be whole programs (a function
   that returns a value may have no `return`).
-- front-end: files whose RUN lines stop Croqtile after its analyses (`-i`, `-vn`, `--stop-after`):
+- front-end: files whose RUN lines stop Croqtile after its analyses (`-i`, `-vn`, `--stop-after`,
+  its short form `-sa=PASS`):
   counted when the analysis reports no error; the CUDA lowering's limits do not count there.
 - end2end: the compile files under tests/gpu/end2end, reported on their own.
 Prints the rates and, with --show, every file of a class with its first problem.
@@ -50,7 +51,7 @@ from choreo_kernel.compiler.diagnostics import Diagnostic  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
 
 PARSE_ONLY = re.compile(r"(^|\s)-e(\s|$)")
-FRONT_END_ONLY = re.compile(r"(^|\s)(-i|-vn|--stop-after[= ]\S+)(\s|$)")
+FRONT_END_ONLY = re.compile(r"(^|\s)(-i|-vn|--stop-after[= ]\S+|-sa=\S+)(\s|$)")
 OTHER_TOOLS = re.compile(r"^(copp|true)\b|-t (cc|hip)\b|gfx\d|(^|\s)-E(\s|$)")
 # `-pa=PASS` prints what one of Croqtile's passes found (its "Active Threads: ..." lines): its own tooling.
 PRINTS_ANALYSIS = re.compile(r"(^|\s)-pa=\S+")
@@ -141,7 +142,8 @@ def classify(relative: str, text: str) -> str | None:
         return None
     checks = checked(text)
     if any(line.startswith("not ") for line in lines) or (
-        any("2>&1" in line for line in lines) and any(re.search(r"\berror\b", c, re.I) for c in checks)
+        any("2>&1" in line for line in lines)
+        and any(re.search(r"\berror\b", c, re.I) or SUMMARY.search(c) for c in checks)
     ):
         printing = all(PRINTS_ANALYSIS.search(line) for line in lines)
         return None if relative.startswith(CROQTILE_OPTIONS) or printing else "must-fail"
