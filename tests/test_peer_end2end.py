@@ -21,6 +21,8 @@ from peer_end2end import Call, Printed, Program, Tolerance
 from peer_end2end_mma import PROGRAMS as MMA_PROGRAMS
 
 import choreo_kernel as ck
+from choreo_kernel.compiler import ast
+from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
 
 PROGRAMS = [*SIMPLE_PROGRAMS, *MMA_PROGRAMS]
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,18 +116,42 @@ def check(module: ck.Module, call: Call, arguments: tuple[Any, ...], where: str,
         missing = expected.lines - printed
         assert not missing, f"{where}: printed {sorted(printed)}, without {sorted(missing)}"
         return
+    info = module.analysis.functions[call.function]
     if not call.written:
-        compare(on_host(returned, expected), np.asarray(expected), call, where)
+        compare(
+            on_host(returned, expected, result_element(module, call.function)),
+            np.asarray(expected),
+            call,
+            where,
+        )
         return
     expected_each = expected if len(call.written) > 1 else (expected,)
     for index, wanted in zip(call.written, expected_each, strict=True):
-        compare(on_host(passed[index], wanted), np.asarray(wanted), call, f"{where}, argument {index + 1}")
+        element = info.function.params[index].type.name
+        compare(
+            on_host(passed[index], wanted, element),
+            np.asarray(wanted),
+            call,
+            f"{where}, argument {index + 1}",
+        )
 
 
-def on_host(value: Any, expected: Any) -> np.ndarray:
+def result_element(module: ck.Module, function: str) -> str | None:
+    """The element type of the buffer a function returns, where the CUDA plan names it."""
+    plan = module.cuda_plan(function)
+    if plan is None or not isinstance(plan.result, ast.Name):
+        return None
+    symbol = module.analysis.functions[function].symbol_of.get(id(plan.result))
+    return getattr(symbol.value, "elem", None) if symbol is not None else None
+
+
+def on_host(value: Any, expected: Any, element: str | None = None) -> np.ndarray:
     """A result as NumPy with the reference's dtype: CuPy arrays come back, and a type CuPy lacks (bf16,
-    fp8, fp6, fp4, the narrow integers) comes back as its bits, read as the type."""
+    fp8, fp6, fp4, the narrow integers) comes back as its bits, read as the type (`element`, the
+    declared one, where the reference computes in a wider type)."""
     host = np.asarray(value.get() if hasattr(value, "get") else value)
+    if element in DEVICE_BITS and host.dtype == DEVICE_BITS[element]:
+        host = host.view(numpy_dtype(element))
     wanted = np.asarray(expected).dtype
     if host.dtype != wanted and host.dtype.kind in "ub" and host.dtype.itemsize == wanted.itemsize:
         return host.view(wanted)

@@ -80,3 +80,13 @@ def test_the_cuda_lowering_uses_the_sparse_and_scaled_forms(program: str, expect
     source = ck.compile((CUDA_PROGRAMS / program).read_text(), target="cuda", filename=program).cuda_source
     for text in expected:
         assert text in source
+
+
+@pytest.mark.parametrize("program", ["gemm_sparse_f16.co", "gemm_sparse_fp8.co"])
+def test_the_metadata_tile_keeps_plain_rows(program: str) -> None:
+    """The metadata register is gathered byte by byte from row-major rows: its shared tile gets no WGMMA
+    swizzle (A and B do), or the copy into it would scramble the bytes."""
+    source = ck.compile((CUDA_PROGRAMS / program).read_text(), target="cuda", filename=program).cuda_source
+    declaration = next(line for line in source.splitlines() if "unsigned char* const ms = " in line)
+    assert "swizzled" not in declaration
+    assert "choreo::copy(choreo::tile(ms, 64, 8, 8), " in source or "choreo::tile(ms, 64, 16, 16)" in source

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Symbol
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Data, Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
 from choreo_kernel.compiler.cuda.cexpr import evaluate as evaluate_term
 from choreo_kernel.compiler.cuda.emit import MAX_SHARED_BYTES
@@ -422,6 +422,9 @@ class CudaFunction:
             declaration = symbol.declaration if symbol is not None else None
             if isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
                 return evaluate(declaration.value, lookup)
+            data = symbol.value if symbol is not None else None
+            if isinstance(data, Data) and all(isinstance(dim, int) for dim in data.dims):
+                return data.dims  # a view named at host level (`l = a.span_as(6, 64)`): its shape is known
             raise NotEvaluable(name)
 
         return lookup

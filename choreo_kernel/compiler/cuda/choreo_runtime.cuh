@@ -1141,22 +1141,6 @@ template <bool EightBit> CHOREO_DEVICE unsigned wgmma_sparse_metadata(const unsi
          metadata_byte(meta, row_stride, row + 8, column + 1) << 24;
 }
 
-// Block scaling as DeepGEMM promotes it on Hopper (no hardware block scales): acc[r, c] += partial[r, c] *
-// row_scales[r * row_stride] * column_scale, element by element of the accumulator layout below.
-CHOREO_DEVICE void add_to_element(float* acc, int i, float value) { acc[i] += value; }
-CHOREO_DEVICE void add_to_element(unsigned* acc, int i, float value) {
-  const unsigned shift = 16 * (i % 2), bits = to_f16(fragment_value(acc, i) + value).bits;
-  acc[i / 2] = (acc[i / 2] & ~(0xFFFFu << shift)) | (bits << shift);
-}
-template <int N> CHOREO_DEVICE int fragment_row(int r);
-template <int N, int Tiles, class A>
-CHOREO_DEVICE void scale_accumulator(A* acc, const A* partial, const float* row_scales, int row_stride,
-                                     float column_scale) {
-#pragma unroll
-  for (int i = 0; i < Tiles * N / 2; ++i)
-    add_to_element(acc, i, fragment_value(partial, i) * row_scales[fragment_row<N>(i) * row_stride] * column_scale);
-}
-
 // ------------------------------------------------------------------------- register fragments
 // `frag` buffers, `apply`, `reduce_max` / `reduce_sum`, `copy` and `__to<T>(acc)` (compiler/cuda/fragments.py).
 // A [64 * Tiles, N] fragment uses the accumulator layout above: thread t of the warpgroup (warp w = t / 32,
@@ -1177,6 +1161,22 @@ template <int N> CHOREO_DEVICE int fragment_column(int r) {
   return r % (N / 2) / 4 * 8 + threadIdx.x % 4 * 2 + r % 2;
 }
 template <int N> CHOREO_DEVICE constexpr int fragment_row_register(int r) { return r / (N / 2) * 2 + r % 4 / 2; }
+
+// Block scaling as DeepGEMM promotes it on Hopper (no hardware block scales): acc[r, c] += partial[r, c] *
+// row_scales[r * row_stride] * column_scale, element by element of the accumulator layout below.
+CHOREO_DEVICE void add_to_element(float* acc, int i, float value) { acc[i] += value; }
+CHOREO_DEVICE void add_to_element(unsigned* acc, int i, float value) {
+  const unsigned shift = 16 * (i % 2), bits = to_f16(fragment_value(acc, i) + value).bits;
+  acc[i / 2] = (acc[i / 2] & ~(0xFFFFu << shift)) | (bits << shift);
+}
+template <int N, int Tiles, class A>
+CHOREO_DEVICE void scale_accumulator(A* acc, const A* partial, const float* row_scales, int row_stride,
+                                     float column_scale) {
+#pragma unroll
+  for (int i = 0; i < Tiles * N / 2; ++i)
+    add_to_element(acc, i, fragment_value(partial, i) * row_scales[fragment_row<N>(i) * row_stride] * column_scale);
+}
+
 template <int TileRows = 64> CHOREO_DEVICE int vector_row(int v) {
   const int rank = threadIdx.x % (TileRows * 2);
   return v / 2 * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);

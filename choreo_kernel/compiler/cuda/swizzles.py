@@ -43,7 +43,8 @@ def shared_swizzles(info: FunctionInfo, kernel: ast.Parallel) -> dict[Symbol, in
             and operation.qualifiers[0] in ("row", "col")
             and _on_warpgroup(info, stmt)
         ):
-            operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:]) if s is not None)
+            # A and B: a sparse MMA's metadata and a scaled MMA's scales are read as plain bytes and floats
+            operands.update(s for s in (_buffer(info, arg) for arg in operation.args[1:3]) if s is not None)
     chosen = dict(named)
     for symbol in operands:
         value = _data(info, symbol)
