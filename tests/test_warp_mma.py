@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 import choreo_kernel as ck
@@ -94,3 +95,34 @@ __co__ void warp(f16 [16, 16] a, f16 [16, 16] b, global f32 [16, 16] out) {
     emitted = ck.compile(source, target="sim").cuda_source
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in emitted
     assert "wgmma" not in emitted.split("__global__")[1]
+
+
+UNTYPED_FILL = """\
+__co__ f32 [64, 64] f(f16 [64, 64] a, f16 [64, 64] b) {
+  f32 [64, 64] out;
+  parallel p by 1 : block {
+    sa = tma.load.swiz<128> a => shared;
+    sb = tma.load.swiz<128> b => shared;
+    parallel g by 1 : group-4 {
+      acc = mma.fill 0.0f;
+      foreach k in [4] {
+        mma.row.row acc, sa.chunkat(_, k), sb.chunkat(_, k);
+      }
+      mma.store acc, out;
+    }
+  }
+  return out;
+}
+"""
+
+
+def test_an_untyped_fill_accumulates_f16_operands_in_f16_on_a_warpgroup_on_both_backends() -> None:
+    """language.md: the accumulator's type is by default that of A, for WGMMA as for mma.sync."""
+    cuda = ck.compile(UNTYPED_FILL, target="cuda").cuda_source
+    assert "unsigned acc[16];  // 64x64 f16" in cuda and "wgmma_m64n64k16_f16_f16(" in cuda
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0, 1, (64, 64)).astype(np.float16)
+    got = ck.compile(UNTYPED_FILL, target="sim").f(a, a)
+    exact = a.astype(np.float32) @ a.astype(np.float32).T
+    error = np.abs(got - exact).max()
+    assert 1e-3 < error < 0.1  # f16 partial sums round; f32 ones would be within 1e-4

@@ -209,10 +209,10 @@ class Mma:
                 raise LoweringError(
                     f"a WGMMA accumulator has a multiple of 64 rows per warpgroup, not {rows}", stmt
                 )
-            element = [q for q in stmt.operation.qualifiers if q in ("f32", "f16")]
+            owner = emitter.info.mma_owners.get(symbol)  # the type the analysis decided (untyped: A's)
             name = emitter.names.local(symbol.name)
             accumulator = AccumulatorRegisters(
-                cexpr.name(name), element[0] if element else "f32", rows, columns
+                cexpr.name(name), owner.accumulator if owner is not None else "f32", rows, columns
             )
             emitter.out.line(
                 f"{accumulator.c_type} {name}[{accumulator.registers}];  "
