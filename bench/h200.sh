@@ -9,6 +9,8 @@
 #                             tests/test_attention.py on the GPU
 #   bench/h200.sh bench       bench/gemm.py, bench/copy_bandwidth.py, bench/compile.py
 #                             (each alone: gemm, copy, compile)
+#   bench/h200.sh autotune    bench/gemm.py --autotune: the builds ck.autotune chooses per type and
+#                             shape, timed against the libraries
 #   bench/h200.sh dask        the Dask sweep tests (`pytest -m gpu tests/test_tuning_dask.py`) and
 #                             bench/sweep_dask.py (tutorial 05's sweep in process vs --gpus 1)
 # Several modes run in order: `bench/h200.sh tutorials bench`.
@@ -39,6 +41,7 @@ run_mode() {
     tutorials) gpu_tests tests/test_tutorials.py tests/test_kernel_tuning.py ;;
     profile) gpu_tests -s tests/test_kernel_tuning.py tests/test_tutorials.py -k "profile or sass or metric or 05_tuning" ;;
     gemm) timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log" ;;
+    autotune) timeout 480 python3 bench/gemm.py --autotune --repeats 10 2>&1 | tee "$out/gemm-autotune.log" ;;
     copy) timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log" ;;
     compile) timeout 120 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log" ;;
     attention)
@@ -50,7 +53,7 @@ run_mode() {
         gpu_tests tests/test_tuning_dask.py
         timeout 300 python3 bench/sweep_dask.py 2>&1 | tee "$out/sweep_dask.log"
         ;;
-    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, copy, compile, attention, bench, dask)" >&2; return 2 ;;
+    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, autotune, copy, compile, attention, bench, dask)" >&2; return 2 ;;
     esac
 }
 
