@@ -42,9 +42,16 @@ def reference(q: Any, k: Any, v: Any, heads: int, causal: bool) -> tuple[np.ndar
 
 
 def run(
-    target: str, dim: int, causal: bool, elem: str, heads: int, rows: int, pingpong: int = 1
+    target: str,
+    dim: int,
+    causal: bool,
+    elem: str,
+    heads: int,
+    rows: int,
+    pingpong: int = 1,
+    variant: dict[str, int] | None = None,
 ) -> tuple[Any, Any, list[np.ndarray]]:
-    defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "ELEM": elem, "PINGPONG": pingpong}
+    defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "ELEM": elem, "PINGPONG": pingpong, **(variant or {})}
     module = ck.compile(SOURCE, defines, target=target)
     q, k, v = inputs(heads, rows, dim, elem)
     o = np.full((heads, rows, dim), np.nan, dtype=TYPES[elem])
@@ -86,6 +93,28 @@ def test_any_sequence_length_on_the_sim(dim: int, causal: bool, rows: int, pingp
     """Tails: a last query tile of fewer than 128 (or 64) rows, a last key tile of fewer than 128 keys;
     o is NaN-poisoned and has no rows past S, so a store past the tail or a missing row both fail."""
     o, lse, (q, k, v) = run("sim", dim, causal, "f16", heads=2, rows=rows, pingpong=pingpong)
+    check(o, lse, q, k, v, 2, causal, "f16")
+
+
+# The speed variants of bench/attention.co (bench/attention.py --variants), each with both head dims, causal
+# or not, a tail (S = 200) and both consumer schedules.
+VARIANTS = {"wide": {"WIDE": 1}}
+SHAPES = [
+    (128, False, 256, 1),
+    (128, True, 200, 0),
+    (64, True, 256, 1),
+    (128, False, 200, 1),
+    (64, False, 200, 0),
+]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize(("dim", "causal", "rows", "pingpong"), SHAPES)
+def test_speed_variants_match_numpy_on_the_sim(
+    variant: str, dim: int, causal: bool, rows: int, pingpong: int
+) -> None:
+    defines = VARIANTS[variant]
+    o, lse, (q, k, v) = run("sim", dim, causal, "f16", 2, rows, pingpong, defines)
     check(o, lse, q, k, v, 2, causal, "f16")
 
 
