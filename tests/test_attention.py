@@ -98,7 +98,7 @@ def test_any_sequence_length_on_the_sim(dim: int, causal: bool, rows: int, pingp
 
 # The speed variants of bench/attention.co (bench/attention.py --variants), each with both head dims, causal
 # or not, a tail (S = 200) and both consumer schedules.
-VARIANTS = {"wide": {"WIDE": 1}}
+VARIANTS = {"wide": {"WIDE": 1}, "wide-tma-store": {"WIDE": 1, "TMA_STORE": 1}}
 SHAPES = [
     (128, False, 256, 1),
     (128, True, 200, 0),
