@@ -4,7 +4,8 @@ On the sim at small sizes (two heads of 256 rows, so each block streams two K/V 
 ring and the causal kernel masks a diagonal tile; 200 rows, whose last query and key tiles are
 tails), for both head dims, causal or not, fp16 and bf16, with the two consumers as ping-pong paths
 (the default) and as one path (PINGPONG=0); on the GPU (marked `gpu`) at sizes with more tiles than ring slots,
-S = 1000 among them, against NumPy and the sim.
+S = 1000 among them, against NumPy and the sim. The speed variants (VARIANTS: -D defines that
+bench/attention.py times) likewise, on the sim and on the GPU.
 """
 
 from __future__ import annotations
@@ -42,9 +43,16 @@ def reference(q: Any, k: Any, v: Any, heads: int, causal: bool) -> tuple[np.ndar
 
 
 def run(
-    target: str, dim: int, causal: bool, elem: str, heads: int, rows: int, pingpong: int = 1
+    target: str,
+    dim: int,
+    causal: bool,
+    elem: str,
+    heads: int,
+    rows: int,
+    pingpong: int = 1,
+    variant: dict[str, int] | None = None,
 ) -> tuple[Any, Any, list[np.ndarray]]:
-    defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "ELEM": elem, "PINGPONG": pingpong}
+    defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "ELEM": elem, "PINGPONG": pingpong, **(variant or {})}
     module = ck.compile(SOURCE, defines, target=target)
     q, k, v = inputs(heads, rows, dim, elem)
     o = np.full((heads, rows, dim), np.nan, dtype=TYPES[elem])
@@ -89,6 +97,32 @@ def test_any_sequence_length_on_the_sim(dim: int, causal: bool, rows: int, pingp
     check(o, lse, q, k, v, 2, causal, "f16")
 
 
+# The speed variants of bench/attention.co (bench/attention.py --variants), each with both head dims, causal
+# or not, a tail (S = 200) and both consumer schedules.
+VARIANTS = {
+    "wide": {"WIDE": 1},
+    "wide-tma-store": {"WIDE": 1, "TMA_STORE": 1},
+    "wide-branchy-mask": {"WIDE": 1, "MASK_EVERY_TILE": 0},
+}
+SHAPES = [
+    (128, False, 256, 1),
+    (128, True, 200, 0),
+    (64, True, 256, 1),
+    (128, False, 200, 1),
+    (64, False, 200, 0),
+]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize(("dim", "causal", "rows", "pingpong"), SHAPES)
+def test_speed_variants_match_numpy_on_the_sim(
+    variant: str, dim: int, causal: bool, rows: int, pingpong: int
+) -> None:
+    defines = VARIANTS[variant]
+    o, lse, (q, k, v) = run("sim", dim, causal, "f16", 2, rows, pingpong, defines)
+    check(o, lse, q, k, v, 2, causal, "f16")
+
+
 def test_a_causal_kernel_ignores_the_keys_after_each_query() -> None:
     """Changing the last key and value changes no row of the causal output but the last 128 (its block)."""
     module = ck.compile(SOURCE, {"HEAD_DIM": 64, "CAUSAL": 1}, target="sim")
@@ -120,4 +154,20 @@ def test_attention_matches_numpy_and_the_sim_on_the_gpu(
     check(o, lse, q, k, v, 2, causal, elem)
     sim_o, sim_lse, _ = run("sim", dim, causal, elem, heads=2, rows=rows, pingpong=pingpong)
     assert np.abs(np.asarray(o, np.float32) - np.asarray(sim_o, np.float32)).max() <= TOLERANCE[elem]
+    assert np.abs(np.asarray(lse) - np.asarray(sim_lse)).max() <= 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize(
+    ("dim", "causal", "rows", "pingpong"), [(128, False, 1000, 1), (128, True, 520, 0), (64, True, 384, 1)]
+)
+def test_speed_variants_match_numpy_and_the_sim_on_the_gpu(
+    variant: str, dim: int, causal: bool, rows: int, pingpong: int
+) -> None:
+    defines = VARIANTS[variant]
+    o, lse, (q, k, v) = run("cuda", dim, causal, "f16", 2, rows, pingpong, defines)
+    check(o, lse, q, k, v, 2, causal, "f16")
+    sim_o, sim_lse, _ = run("sim", dim, causal, "f16", 2, rows, pingpong, defines)
+    assert np.abs(np.asarray(o, np.float32) - np.asarray(sim_o, np.float32)).max() <= TOLERANCE["f16"]
     assert np.abs(np.asarray(lse) - np.asarray(sim_lse)).max() <= 1e-4

@@ -114,3 +114,12 @@ def test_mma_store_into_panels_places_each_element_and_fences_for_the_next_mma()
     store = cuda.index("choreo::store_accumulator<128, 1, 128>(acc, s, 64, 64, 128, 4096, 0);")
     fence = cuda.index("choreo::fence_proxy_async_shared();", store)
     assert store < fence < cuda.index("__syncthreads();", fence) < cuda.index("wgmma_descriptor<128>(s + ")
+
+
+def test_a_tma_box_of_some_rows_of_a_tile_in_panels_finds_its_second_panel_a_panel_away() -> None:
+    """A warpgroup's 64 rows of a 128-row tile: its second box is in the second panel, 128 rows of 64
+    halves (8192 elements) after its first, not 64 rows after (the box's own size)."""
+    cuda = emitted("tma_store_rows_of_panels.co")
+    first = "tile + choreo::panel_offset(g * 64 * 128, 128, 128, 64)"
+    assert f"choreo::tma_store(&out_tma, {first}, 0, (b * 2 + g) * 64);" in cuda
+    assert f"choreo::tma_store(&out_tma, {first} + 8192, 64, (b * 2 + g) * 64);" in cuda

@@ -478,7 +478,7 @@ class Tma:
             printer.statement(stmt),
             hints[0] if hints else "",
             panels or 1,
-            (total or 0) // (panels or 1),
+            _panel_elements(shared, total or 0, panels or 1),
         )
 
     def _array_symbol(self, expr: ast.Expr) -> Symbol:
@@ -512,6 +512,15 @@ def _panels(rows: int, row_bytes: int, element_bytes: int, swizzle: int) -> tupl
     if row_bytes % swizzle or rows % 8:
         return 0, 0
     return row_bytes // swizzle, swizzle // element_bytes
+
+
+def _panel_elements(shared: View, total: int, panels: int) -> int:
+    """Elements from one box's shared tile to the next: the buffer's panel stride where it lies in panels
+    (a box of some of its rows, say one warpgroup's 64 of 128, has its panels that far apart), else the
+    boxes follow one another."""
+    if shared.panels is not None and panels > 1:
+        return shared.panels.stride
+    return total // panels
 
 
 def _swizzle(operation: ast.Operation) -> int:
