@@ -86,3 +86,28 @@ def test_the_cluster_shape_is_tuned_as_a_define(tmp_path: Path) -> None:
     assert [point.error is not None for point in sweep.points] == [True, False, False]
     assert "not a multiple of its clusters' 4" in str(sweep.points[0].error)
     assert tuned.choices[key]["CLUSTER"] in (1, 2)
+
+
+class FakeDeviceArray:
+    """Counts its copies to the host, as CuPy's `.get()` would make them."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+        self.copies = 0
+
+    def get(self) -> np.ndarray:
+        self.copies += 1
+        return self.values
+
+
+def test_what_a_call_writes_is_copied_to_the_host_only_when_checked() -> None:
+    """The timed runs of a point return WrittenArguments: a copy of the output inside them would be
+    timed with the kernel (a 128 MB copy outweighs an 8192³ GEMM) and rank the points by it."""
+    from choreo_kernel.tuning.autotune import WrittenArguments
+
+    out = FakeDeviceArray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for _ in range(5):  # what the timed runs return
+        written = WrittenArguments([out])
+    assert out.copies == 0
+    np.testing.assert_array_equal(np.array(written, copy=True), np.arange(6, dtype=np.float32))
+    assert out.copies == 1

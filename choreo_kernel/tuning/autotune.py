@@ -125,9 +125,7 @@ class Autotuned:
                 result = function(*args)
                 if result is not None or not written:
                     return result
-                import numpy as np
-
-                return np.concatenate([_host(args[i]).ravel() for i in written])
+                return WrittenArguments([args[i] for i in written])
 
             return run
 
@@ -138,6 +136,21 @@ class Autotuned:
         if key not in self._modules:
             self._modules[key] = self.swept.compile(defines)
         return self._modules[key]
+
+
+class WrittenArguments:
+    """What a call wrote into its arguments, as one array for the check: copied from the device only when
+    the check reads it (`np.array(...)`), never inside the timed runs, where a copy of the output would
+    outweigh the kernel and rank the points by the copy."""
+
+    def __init__(self, arrays: list[Any]) -> None:
+        self.arrays = arrays
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        import numpy as np
+
+        joined = np.concatenate([np.asarray(_host(array)).ravel() for array in self.arrays])
+        return joined if dtype is None else joined.astype(dtype)
 
 
 def autotune(
