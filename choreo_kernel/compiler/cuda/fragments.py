@@ -167,6 +167,29 @@ class Fragments:
 
     # ------------------------------------------------------------------ whole fragments
 
+    def update(self, stmt: ast.Assign) -> None:
+        """`acc += bias;`: every element of the thread's registers, whatever their layout."""
+        emitter, out = self.emitter, self.emitter.out
+        registers = self._registers(stmt.target)
+        scalar = emitter.expressions.operand(stmt.value)
+        out.source(stmt)
+        if isinstance(registers, RowRegisters):
+            count, elem = registers.registers, "f32"
+        else:
+            count, elem = registers.registers * (1 if registers.c_type != "unsigned" else 2), registers.elem
+        name = emitter.names.fresh(f"{emitter.names.source(_text(stmt.target))}_element")
+        operator = stmt.op[:-1]
+        if elem in ("f32", "s32"):
+            value = elements.convert(scalar.expr, scalar.type, elem)
+            update = f"{registers.name.text}[{name}] {stmt.op} {value.text};"
+        else:  # 16-bit elements packed two to a register: computed in f32, rounded back
+            value = elements.convert(scalar.expr, scalar.type, "f32")
+            element = f"choreo::packed_element<{elements.c_type(elem)}>({registers.name.text}, {name})"
+            update = f"{element} = choreo::to_{elem}(choreo::to_f32({element}) {operator} {value.text});"
+        out.line("#pragma unroll")
+        with out.block(f"for (int {name} = 0; {name} < {count}; ++{name})"):
+            out.line(update)
+
     def operation(self, stmt: ast.FragmentOp) -> None:
         out = self.emitter.out
         out.source(stmt)

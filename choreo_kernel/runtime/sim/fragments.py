@@ -20,6 +20,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.arith import poison_of, stored
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
@@ -121,6 +122,15 @@ class Fragments:
         for name, values, bound in zip(stmt.variables.names, grid, shape):
             inner.store(name.id, Bounded(np.tile(values, len(group.lanes)), int(bound)), inner.scope)
         return (yield from body(stmt.body, inner))
+
+    def update(self, stmt: ast.Assign, frame: Frame) -> None:
+        """`acc += bias;`: the scalar (as the first thread of each instance holds it) into every element."""
+        group = self._group(stmt, frame)
+        value = self.evaluator.value(stmt.value, frame.narrow(group.lanes))
+        values = np.broadcast_to(np.asarray(plain(value)), (len(group.lanes),))
+        for item, scalar in zip(self.registers(stmt.target, stmt, frame), values):
+            tile = tile_of(item)
+            tile[...] = stored(arith.binary(stmt.op[:-1], tile, scalar), tile.dtype)
 
     def operation(self, stmt: ast.FragmentOp, frame: Frame) -> None:
         if stmt.name == "all_reduce_sum":

@@ -35,6 +35,7 @@ from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 FRAGMENT_TYPES = ("f32", "f16", "bf16")
+UPDATES = ("+=", "-=", "*=", "/=")
 USAGES = {"copy": "copy(DST, SRC)", "all_reduce_sum": "all_reduce_sum(ROWS)"}
 APPLY_STATEMENTS = (ast.Assign, ast.If, ast.Block, ast.ScalarDecl, ast.Empty)
 
@@ -239,6 +240,24 @@ class FragmentRules(TupleRules):
         for stmt in inner:
             if stmt is not None:
                 self._check_apply_body(stmt)
+
+    def register_update(self, stmt: ast.Assign, symbol: Symbol, value: Value, context: Context) -> bool:
+        """`acc += bias;` (or -=, *=, /=): the scalar combined into every element of an accumulator or a
+        fragment, as `apply {i, j} in acc.span acc.at(i, j) += bias;` would. False: not such a statement."""
+        registers = symbol.value
+        if stmt.op not in UPDATES or not (
+            isinstance(registers, Accumulator) or (isinstance(registers, Fragment) and registers.registers)
+        ):
+            return False
+        if not isinstance(value, (Scalar, Unknown)):
+            self.error(
+                f"'{symbol.name} {stmt.op} ...' combines one scalar into every element of '{symbol.name}'; "
+                f"'{expression(stmt.value)}' is {value.describe()}",
+                stmt.value.span,
+            )
+        self.error_with_note(off_its_warps(self.info, stmt.target, context, "update"), stmt.target.span)
+        self.info.register_updates.add(id(stmt))
+        return True
 
     def _row_sums(self, stmt: ast.Apply, row: str) -> None:
         """An apply over a tile writes a row vector only as a sum over the row: `v.at(i) += x.at(i, j)`.
