@@ -148,6 +148,21 @@ def test_apply_and_reductions_follow_the_accumulator_layout() -> None:
     assert "rows warp * 16 + lane / 4 and + 8 of each 64-row tile" in cuda
 
 
+def test_an_apply_summing_rows_adds_the_partial_sums_of_each_quad() -> None:
+    cuda = emitted_for("fragments_apply_row_sums.co")
+    assert "choreo::copy_fragment(total_before, total);" in cuda
+    assert "choreo::fill_fragment(total, 0.0f);" in cuda
+    assert "choreo::sum_quads(total, total_before);" in cuda
+
+
+def test_a_scalar_update_of_an_accumulator_visits_every_register() -> None:
+    cuda = emitted_for("warp_mma_accumulator_updates.co")
+    assert "for (int mc_element = 0; mc_element < 8; ++mc_element)" in cuda
+    assert (
+        "choreo::to_f32(choreo::packed_element<choreo::f16>(mc, mc_element)) + choreo::to_f32(bias)" in cuda
+    )
+
+
 def test_a_fragment_is_wgmma_operand_a_from_registers() -> None:
     cuda = emitted_for("wgmma_register_operand.co")
     assert "choreo::wgmma_m64n64k16_f32_f16_b_nmajor_rs(o, s_f16 + k_step_2 * 4," in cuda

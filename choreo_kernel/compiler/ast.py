@@ -480,12 +480,13 @@ class Apply(Stmt):
     body: Stmt
 
 
-FRAGMENT_OPS = ("reduce_max", "reduce_sum", "copy")  # the statement calls of FragmentOp
+FRAGMENT_OPS = ("reduce_max", "reduce_sum", "all_reduce_sum", "copy")  # the statement calls of FragmentOp
 
 
 @dataclass(frozen=True, eq=False)
 class FragmentOp(Stmt):
-    """`reduce_max(m, acc, 1);`, `reduce_sum(l, acc, 1);`, `copy(dst, src);`: whole-fragment register work."""
+    """`reduce_max(m, acc, 1);`, `reduce_sum(l, acc, 1);`, `all_reduce_sum(l);`, `copy(dst, src);`: whole-fragment
+    register work."""
 
     name: str
     name_span: Span

@@ -1243,6 +1243,16 @@ struct SumOf {
   CHOREO_DEVICE static float start() { return 0.0f; }
   CHOREO_DEVICE static float combine(float a, float b) { return a + b; }
 };
+// rows[v] = start[v] + the sum of rows[v] over the 4 lanes of a quad (shfl.xor 1, 2): an apply's row sums.
+template <int R> CHOREO_DEVICE void sum_quads(float (&rows)[R], const float (&start)[R]) {
+#pragma unroll
+  for (int v = 0; v < R; ++v) {
+    float value = rows[v];
+    value += __shfl_xor_sync(0xffffffffu, value, 1);
+    value += __shfl_xor_sync(0xffffffffu, value, 2);
+    rows[v] = start[v] + value;
+  }
+}
 template <class Op, int N, int Tiles>
 CHOREO_DEVICE void reduce_rows(float (&rows)[2 * Tiles], const float (&acc)[Tiles * N / 2]) {
 #pragma unroll

@@ -107,6 +107,7 @@ class Fragments:
             row = cexpr.raw(f"choreo::vector_row<{registers.tile_rows}>({register})")
             bound = [Operand(row, "s32", cexpr.const(registers.rows))]
             visit = _Visit(register, None, registers.rows)
+        sums = self._row_sums_started(stmt)
         out.line("#pragma unroll")
         with out.block(f"for (int {register} = 0; {register} < {count}; ++{register})"):
             bind(bound)
@@ -115,6 +116,30 @@ class Fragments:
                 body()
             finally:
                 self.visit = None
+        for rows, start in sums:
+            out.line(
+                f"// each row's sum: the partial sums of the 4 lanes of its quad (shfl.xor 1, 2), after {start}"
+            )
+            out.line(f"choreo::sum_quads({rows.name.text}, {start});")
+
+    def _row_sums_started(self, stmt: ast.Apply) -> list[tuple[RowRegisters, str]]:
+        """The row vectors this apply sums rows into (resolve/fragments.py), each set aside and zeroed so
+        that every lane sums only its own columns."""
+        emitter, out = self.emitter, self.emitter.out
+        sums = []
+        for expr in emitter.info.row_sums.get(id(stmt), ()):
+            rows = emitter.expressions.value(expr)
+            if not isinstance(rows, RowRegisters):
+                raise LoweringError("an apply sums rows into a row vector fragment", expr)
+            start = emitter.names.fresh(f"{emitter.names.source(_text(expr))}_before")
+            out.line(
+                f"// '{expression(expr)}' sums each row: its value before the apply, then each lane from 0"
+            )
+            out.line(f"float {start}[{rows.registers}];")
+            out.line(f"choreo::copy_fragment({start}, {rows.name.text});")
+            out.line(f"choreo::fill_fragment({rows.name.text}, 0.0f);")
+            sums.append((rows, start))
+        return sums
 
     def element(self, base: Registers, expr: ast.Method) -> Operand:
         """`acc.at(i, j)` / `m.at(i)` inside an apply: the register of this thread's current element."""
@@ -142,9 +167,37 @@ class Fragments:
 
     # ------------------------------------------------------------------ whole fragments
 
+    def update(self, stmt: ast.Assign) -> None:
+        """`acc += bias;`: every element of the thread's registers, whatever their layout."""
+        emitter, out = self.emitter, self.emitter.out
+        registers = self._registers(stmt.target)
+        scalar = emitter.expressions.operand(stmt.value)
+        out.source(stmt)
+        if isinstance(registers, RowRegisters):
+            count, elem = registers.registers, "f32"
+        else:
+            count, elem = registers.registers * (1 if registers.c_type != "unsigned" else 2), registers.elem
+        name = emitter.names.fresh(f"{emitter.names.source(_text(stmt.target))}_element")
+        operator = stmt.op[:-1]
+        if elem in ("f32", "s32"):
+            value = elements.convert(scalar.expr, scalar.type, elem)
+            update = f"{registers.name.text}[{name}] {stmt.op} {value.text};"
+        else:  # 16-bit elements packed two to a register: computed in f32, rounded back
+            value = elements.convert(scalar.expr, scalar.type, "f32")
+            element = f"choreo::packed_element<{elements.c_type(elem)}>({registers.name.text}, {name})"
+            update = f"{element} = choreo::to_{elem}(choreo::to_f32({element}) {operator} {value.text});"
+        out.line("#pragma unroll")
+        with out.block(f"for (int {name} = 0; {name} < {count}; ++{name})"):
+            out.line(update)
+
     def operation(self, stmt: ast.FragmentOp) -> None:
         out = self.emitter.out
         out.source(stmt)
+        if stmt.name == "all_reduce_sum":
+            out.line(
+                "// each row's total is already in every lane of its quad: the apply that summed it added them"
+            )
+            return
         if stmt.name == "copy":
             target = self._registers(stmt.args[0])
             out.line(self.convert(target, stmt.args[1]))

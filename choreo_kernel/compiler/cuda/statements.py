@@ -440,6 +440,9 @@ class KernelEmitter(ControlStatements, BoundVariables):
 
     def _Assign(self, stmt: ast.Assign, tail: bool) -> None:
         target = stmt.target
+        if id(stmt) in self.info.register_updates:
+            self.fragments.update(stmt)
+            return
         if isinstance(target, ast.Name):
             if id(target) not in self.info.symbol_of:  # `x = expr;` declares x
                 self._declare_alias(stmt)

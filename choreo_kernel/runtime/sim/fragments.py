@@ -10,7 +10,6 @@ allows nothing else, resolve/fragments.py) runs vectorized as any statement does
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import Any
@@ -21,6 +20,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.runtime.dtypes import numpy_dtype
+from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.arith import poison_of, stored
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
@@ -92,21 +92,49 @@ class Fragments:
     def apply(
         self, stmt: ast.Apply, frame: Frame, body: Callable[[ast.Stmt, Frame], Generator[Any, Any, Any]]
     ) -> Generator[Any, Any, Any]:
+        """An apply that sums rows into a row vector (info.row_sums) runs column by column, j = 0, 1, ..., so
+        that each row's sum takes every column; any other runs over all elements at once."""
         target = stmt.target.value if isinstance(stmt.target, ast.Member) else stmt.target
         group = self._group(stmt, frame)
         shape = tile_of(self.registers(target, stmt, frame)[0]).shape
-        count = math.prod(shape)
-        lanes = np.repeat(group.lanes, count)  # virtual thread -> the first thread of its instance
+        grid = np.indices(shape).reshape(len(shape), -1)
+        if id(stmt) in self.info.row_sums:
+            for column in range(shape[1]):
+                yield from self._visit(stmt, frame, group, grid[:, grid[1] == column], shape, body)
+            return None
+        return (yield from self._visit(stmt, frame, group, grid, shape, body))
+
+    def _visit(
+        self,
+        stmt: ast.Apply,
+        frame: Frame,
+        group: Instances,
+        grid: np.ndarray,
+        shape: tuple[int, ...],
+        body: Callable[[ast.Stmt, Frame], Generator[Any, Any, Any]],
+    ) -> Generator[Any, Any, Any]:
+        """The body once, for the elements `grid` of every instance: one virtual thread each."""
+        lanes = np.repeat(group.lanes, grid.shape[1])  # virtual thread -> the first thread of its instance
         virtual = np.arange(len(lanes))
         root = Scope(None, virtual)
         root.names = _Translated(frame.scope, lanes)
         inner = Frame(Scope(root, virtual), virtual, frame.task, replace(frame.block, threads=len(lanes)))
-        grid = np.indices(shape).reshape(len(shape), -1)
         for name, values, bound in zip(stmt.variables.names, grid, shape):
             inner.store(name.id, Bounded(np.tile(values, len(group.lanes)), int(bound)), inner.scope)
         return (yield from body(stmt.body, inner))
 
+    def update(self, stmt: ast.Assign, frame: Frame) -> None:
+        """`acc += bias;`: the scalar (as the first thread of each instance holds it) into every element."""
+        group = self._group(stmt, frame)
+        value = self.evaluator.value(stmt.value, frame.narrow(group.lanes))
+        values = np.broadcast_to(np.asarray(plain(value)), (len(group.lanes),))
+        for item, scalar in zip(self.registers(stmt.target, stmt, frame), values):
+            tile = tile_of(item)
+            tile[...] = stored(arith.binary(stmt.op[:-1], tile, scalar), tile.dtype)
+
     def operation(self, stmt: ast.FragmentOp, frame: Frame) -> None:
+        if stmt.name == "all_reduce_sum":
+            return  # the apply that summed into it left each row's total (resolve/fragments.py)
         targets = self.registers(stmt.args[0], stmt, frame)
         sources = self.registers(stmt.args[1], stmt, frame)
         for target, source in zip(targets, sources * (len(targets) // max(len(sources), 1))):

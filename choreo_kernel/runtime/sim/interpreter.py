@@ -342,6 +342,9 @@ class Interpreter(ControlStatements):
         frame.store(stmt.name, value, frame.scope)
 
     def _assign(self, stmt: ast.Assign, frame: Frame) -> None:
+        if id(stmt) in self.info.register_updates:
+            self.fragments.update(stmt, frame)
+            return
         value = self.evaluator.value(stmt.value, frame)
         target = stmt.target
         operator = stmt.op[:-1]

@@ -35,6 +35,8 @@ from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 
 FRAGMENT_TYPES = ("f32", "f16", "bf16")
+UPDATES = ("+=", "-=", "*=", "/=")
+USAGES = {"copy": "copy(DST, SRC)", "all_reduce_sum": "all_reduce_sum(ROWS)"}
 APPLY_STATEMENTS = (ast.Assign, ast.If, ast.Block, ast.ScalarDecl, ast.Empty)
 
 
@@ -205,6 +207,8 @@ class FragmentRules(TupleRules):
         names = tuple(name.id for name in stmt.variables.names)
         symbols = self._bound_variables(stmt.variables, tuple(shape), stmt, "apply")
         self._check_apply_body(stmt.body)
+        if len(names) == 2:
+            self._row_sums(stmt, names[0])
         scope = _ApplyScope(names, tuple(shape) if len(names) == len(shape) else (), set())
         self._applies = (*self._applies, scope)
 
@@ -237,6 +241,54 @@ class FragmentRules(TupleRules):
             if stmt is not None:
                 self._check_apply_body(stmt)
 
+    def register_update(self, stmt: ast.Assign, symbol: Symbol, value: Value, context: Context) -> bool:
+        """`acc += bias;` (or -=, *=, /=): the scalar combined into every element of an accumulator or a
+        fragment, as `apply {i, j} in acc.span acc.at(i, j) += bias;` would. False: not such a statement."""
+        registers = symbol.value
+        if stmt.op not in UPDATES or not (
+            isinstance(registers, Accumulator) or (isinstance(registers, Fragment) and registers.registers)
+        ):
+            return False
+        if not isinstance(value, (Scalar, Unknown)):
+            self.error(
+                f"'{symbol.name} {stmt.op} ...' combines one scalar into every element of '{symbol.name}'; "
+                f"'{expression(stmt.value)}' is {value.describe()}",
+                stmt.value.span,
+            )
+        self.error_with_note(off_its_warps(self.info, stmt.target, context, "update"), stmt.target.span)
+        self.info.register_updates.add(id(stmt))
+        return True
+
+    def _row_sums(self, stmt: ast.Apply, row: str) -> None:
+        """An apply over a tile writes a row vector only as a sum over the row: `v.at(i) += x.at(i, j)`.
+
+        Its value is then each row's total, as if the body ran for j = 0, 1, ... in turn; on CUDA the
+        lanes that share a row add their partial sums (cuda/fragments.py). Any other write of a row
+        vector would mean one element per lane, not one value per row."""
+        sums: list[ast.Expr] = []
+        for assign in _assignments(stmt.body):
+            target = assign.target
+            if not (
+                isinstance(target, ast.Method) and target.name == "at" and isinstance(target.value, ast.Name)
+            ):
+                continue
+            symbol = self.scope.lookup(target.value.id)
+            value = symbol.value if symbol is not None else None
+            if not (isinstance(value, Fragment) and value.registers and len(value.data.dims) == 1):
+                continue
+            name = target.value.id
+            if _sums_into(assign, name, row):
+                sums.append(target.value)
+                continue
+            self.error(
+                f"in an apply over a tile, the row vector '{name}' takes each row's sum: write "
+                f"'{name}.at({row}) += EXPR;' (EXPR not reading '{name}'), or use 'reduce_sum' / 'reduce_max' "
+                "for a whole row",
+                assign.span,
+            )
+        if sums:
+            self.info.row_sums[id(stmt)] = tuple(sums)
+
     def apply_assigns(self, stmt: ast.Assign) -> bool:
         """Inside an apply, an assignment writes an element or declares a scalar local to the element."""
         if not self._applies or not isinstance(stmt.target, ast.Name):
@@ -268,10 +320,13 @@ class FragmentRules(TupleRules):
                 "a 'group' scope",
                 stmt.span,
             )
-        arity = 2 if stmt.name == "copy" else 3
+        usage = USAGES.get(stmt.name, f"{stmt.name}(ROWS, TILE, 1)")
+        arity = usage.count(",") + 1
         if len(stmt.args) != arity:
-            usage = "copy(DST, SRC)" if stmt.name == "copy" else f"{stmt.name}(ROWS, TILE, 1)"
-            self.error(f"'{stmt.name}' takes {arity} arguments: {usage}", stmt.span)
+            self.error(f"'{stmt.name}' takes {arity} argument{'s' if arity > 1 else ''}: {usage}", stmt.span)
+            return
+        if stmt.name == "all_reduce_sum":
+            self._all_reduce_sum(stmt)
             return
         shapes = [self.register_shape(arg, value) for arg, value in zip(stmt.args[:2], values[:2])]
         for arg, value, shape in zip(stmt.args[:2], values[:2], shapes):
@@ -303,3 +358,58 @@ class FragmentRules(TupleRules):
                 f"'{stmt.name}' reduces a tile [M, N] into a row vector [M]; got {shape_text(src)} into {shape_text(dst)}",
                 stmt.span,
             )
+
+    def _all_reduce_sum(self, stmt: ast.FragmentOp) -> None:
+        """`all_reduce_sum(v)`: Croqtile adds the partial sums that the lanes sharing a row hold after an
+        apply summed into `v`. Here that apply already leaves each row's total (`_row_sums`), so the
+        statement only confirms it; its operand must be a row vector some apply summed into."""
+        symbol = self._symbol_of_name(stmt.args[0])
+        summed = symbol is not None and any(
+            self.info.symbol_of.get(id(expr)) is symbol
+            for exprs in self.info.row_sums.values()
+            for expr in exprs
+        )
+        if not summed:
+            self.error(
+                f"all_reduce_sum requires a replicated 1D fragment layout: '{expression(stmt.args[0])}' must be a "
+                "row vector that an apply over a tile summed into first ('apply {i, j} in acc.span "
+                f"{expression(stmt.args[0])}.at(i) += acc.at(i, j);')",
+                stmt.args[0].span,
+            )
+
+
+def _assignments(body: ast.Stmt | None) -> list[ast.Assign]:
+    if isinstance(body, ast.Assign):
+        return [body]
+    if isinstance(body, ast.Block):
+        return [assign for stmt in body.body for assign in _assignments(stmt)]
+    if isinstance(body, ast.If):
+        return _assignments(body.then) + _assignments(body.otherwise)
+    return []
+
+
+def _sums_into(assign: ast.Assign, name: str, row: str) -> bool:
+    """`v.at(i) += E` or `v.at(i) = v.at(i) + E` (or `E + v.at(i)`), E not reading v, i the apply's row."""
+    target = assign.target
+    if not (isinstance(target, ast.Method) and len(target.args) == 1):
+        return False
+    if not (isinstance(target.args[0], ast.Name) and target.args[0].id == row):
+        return False
+    if assign.op == "+=":
+        addend: ast.Expr | None = assign.value
+    elif assign.op == "=" and isinstance(assign.value, ast.Binary) and assign.value.op == "+":
+        left, right = assign.value.left, assign.value.right
+        addend = (
+            right
+            if expression(left) == expression(target)
+            else left
+            if expression(right) == expression(target)
+            else None
+        )
+    else:
+        addend = None
+    return addend is not None and not _reads(addend, name)
+
+
+def _reads(expr: ast.Expr, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name for node in ast.walk_expr(expr))

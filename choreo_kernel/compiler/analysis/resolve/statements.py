@@ -532,6 +532,8 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                 )
                 return
             self.info.symbol_of[id(target)] = symbol
+            if self.register_update(stmt, symbol, value, context):
+                return
             if not symbol.mutable:
                 self.error(
                     _not_reassigned(target.id, symbol.value),
