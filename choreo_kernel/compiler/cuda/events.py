@@ -250,7 +250,9 @@ class Events:
             write_once([*setup, f"choreo::{arrive}({address});"], out)
             return
         arrive = arrive.replace("mbarrier_arrive", "mbarrier_arrive_cluster_all")
-        write_once([*setup, f"choreo::{arrive}({address}, {shape.blocks});  // this block's and its peers'"], out)
+        write_once(
+            [*setup, f"choreo::{arrive}({address}, {shape.blocks});  // this block's and its peers'"], out
+        )
 
     def barrier(self, target: ast.Expr) -> tuple[str, list[str]]:
         """The address of the mbarrier a trigger of `target` arrives on, and the lines that must run
