@@ -49,6 +49,10 @@ CASES = [
         {"BN": 128, "STAGES": 2, "BLOCKS": 4, "CLUSTER": 2, "TMA_STORE": 1},
         (300, 264, 72),
     ),
+    # the two consumer warpgroups take whole tiles in turns, each from its own ring
+    ("gemm_ws_persistent", "f16", {"STAGES": 2, "BLOCKS": 3, "PINGPONG": 1}, (300, 264, 136)),
+    ("gemm_ws_persistent", "bf16", {"STAGES": 2, "BLOCKS": 2, "PINGPONG": 1, "GROUP_M": 2}, (300, 400, 72)),
+    ("gemm_ws_persistent", "f16", {"STAGES": 2, "BLOCKS": 4, "PINGPONG": 1, "CLUSTER": 2}, (300, 264, 136)),
 ]
 
 
