@@ -24,7 +24,9 @@ draw: timing one after the other skews the ratio), and the medians are reported.
 each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 and FP8) and a Hopper GPU.
 
     python bench/gemm.py [--types f16 bf16 f8_e4m3 f16_sp] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
-                         [--autotune] [--emit DIR] [--profile]
+                         [--variants "gemm_ws BN=256 STAGES=4" PINGPONG=1 ...] [--autotune] [--emit DIR] [--profile]
+
+--variants keeps the variants of the fixed list whose label (as printed) contains one of the strings.
 
 --autotune replaces the fixed list of variants by `ck.autotune` over a grid of defines for each of
 gemm_ws and gemm_ws_persistent (AUTOTUNE_GRIDS): the first call of each shape tunes (each point
@@ -128,6 +130,10 @@ def grid(element: str) -> list[Variant]:
         persistent = {"BM": bm, "BN": bn, "STAGES": 4, "CLUSTER": 2, "GROUP_M": 8, **types}
         variants.append(Variant("gemm_ws_persistent", persistent))
         variants.append(Variant("gemm_ws_persistent", {**persistent, "STAGES": 3, "TMA_STORE": 1}))
+    # ping-pong: 128x128 tiles, one consumer warpgroup's epilogue under the other's main loop
+    for cluster in (1, 2):
+        pingpong = {"BN": 128, "STAGES": 3, "PINGPONG": 1, "CLUSTER": cluster, "GROUP_M": 8, **types}
+        variants.append(Variant("gemm_ws_persistent", pingpong))
     if element == "f16":
         variants += [
             Variant("gemm_ws_persistent", {"BN": 128, "STAGES": 5}),
@@ -323,6 +329,9 @@ def main() -> None:
     parser.add_argument("--types", nargs="+", default=["f16", "bf16", "f8_e4m3"])
     parser.add_argument("--shapes", nargs="+", default=SHAPES)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--variants", nargs="+", default=None, help="time only the variants whose label has one of these"
+    )
     parser.add_argument("--autotune", action="store_true")
     parser.add_argument("--emit", type=Path, default=None)
     parser.add_argument("--profile", action="store_true")
@@ -336,7 +345,10 @@ def main() -> None:
         if args.autotune:
             kernels_for: Kernels = functools.partial(autotuned_kernels, element, autotuners(element))
         else:
-            kernels = {variant: compile_kernel(variant, args.emit) for variant in grid(element)}
+            chosen = [
+                v for v in grid(element) if args.variants is None or any(w in v.label for w in args.variants)
+            ]
+            kernels = {variant: compile_kernel(variant, args.emit) for variant in chosen}
             kernels_for = functools.partial(fixed_kernels, kernels)
         if args.profile and not args.autotune:
             m, n, k = shape_of(args.shapes[0])
