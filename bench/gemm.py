@@ -24,7 +24,9 @@ draw: timing one after the other skews the ratio), and the medians are reported.
 each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 and FP8) and a Hopper GPU.
 
     python bench/gemm.py [--types f16 bf16 f8_e4m3 f16_sp] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
-                         [--autotune] [--emit DIR] [--profile]
+                         [--variants "gemm_ws BN=256 STAGES=4" PINGPONG=1 ...] [--autotune] [--emit DIR] [--profile]
+
+--variants keeps the variants of the fixed list whose label (as printed) contains one of the strings.
 
 --autotune replaces the fixed list of variants by `ck.autotune` over a grid of defines for each of
 gemm_ws and gemm_ws_persistent (AUTOTUNE_GRIDS): the first call of each shape tunes (each point
@@ -81,11 +83,12 @@ class Variant:
 
     def fits(self, m: int, n: int, k: int) -> bool:
         """Whether the program handles this shape: gemm_ws and gemm_ws_persistent any (rows of K a
-        multiple of 16 bytes, for TMA; with CLUSTER, M tiles that make whole clusters), the others only
+        multiple of 16 bytes, for TMA; gemm_ws with CLUSTER: M tiles that make whole clusters), the others only
         multiples of their tiles (of two K tiles for the paired one; gemm_ws_sparse's K tile is 64 dense
         columns)."""
         if self.program in ("gemm_ws", "gemm_ws_persistent"):
-            whole_clusters = -(-m // BM) % self.defines.get("CLUSTER", 1) == 0
+            clusters = self.defines.get("CLUSTER", 1) if self.program == "gemm_ws" else 1
+            whole_clusters = -(-m // self.defines.get("BM", BM)) % clusters == 0
             return (
                 whole_clusters
                 and k * (1 if self.defines.get("ELEM", "f16").startswith("f8") else 2) % 16 == 0
@@ -99,9 +102,12 @@ TYPE_DEFINES: dict[str, dict[str, Any]] = {
     "bf16": {"ELEM": "bf16"},
 }
 # What --autotune chooses from, per program (any M, N, K), on top of the type's defines.
+# BM=256 is a 256x128 tile (BN follows BM in both programs), BM=128 a 128x256 one; the persistent
+# program's STAGES follows TMA_STORE (4, or 3 beside the staging tile). At most 8 points each: every
+# point is compiled on the device.
 AUTOTUNE_GRIDS: dict[str, dict[str, list[object]]] = {
-    "gemm_ws": {"BN": [128, 256], "STAGES": [4], "CLUSTER": [1, 2]},
-    "gemm_ws_persistent": {"BN": [128, 256], "STAGES": [4], "TMA_STORE": [0, 1]},
+    "gemm_ws": {"BM": [128, 256], "STAGES": [3, 4], "CLUSTER": [1, 2]},
+    "gemm_ws_persistent": {"BM": [128, 256], "CLUSTER": [1, 2], "TMA_STORE": [0, 1], "GROUP_M": [8]},
 }
 
 
@@ -116,8 +122,18 @@ def grid(element: str) -> list[Variant]:
     variants = [Variant("gemm_ws", {"BN": bn, "STAGES": s, **types}) for bn, s in shapes]
     # clusters of two blocks along M, the rhs tile multicast to both
     variants += [Variant("gemm_ws", {"BN": bn, "STAGES": s, "CLUSTER": 2, **types}) for bn, s in shapes[:2]]
+    variants.append(Variant("gemm_ws", {"BM": 256, "BN": 128, "STAGES": 4, "CLUSTER": 2, **types}))
     variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 4, **types}))
     variants.append(Variant("gemm_ws_persistent", {"BN": 256, "STAGES": 3, "TMA_STORE": 1, **types}))
+    # clusters of two on pairs of tile rows, tiles walked in groups of 8 tile rows: 128x256 and 256x128
+    for bm, bn in ((128, 256), (256, 128)):
+        persistent = {"BM": bm, "BN": bn, "STAGES": 4, "CLUSTER": 2, "GROUP_M": 8, **types}
+        variants.append(Variant("gemm_ws_persistent", persistent))
+        variants.append(Variant("gemm_ws_persistent", {**persistent, "STAGES": 3, "TMA_STORE": 1}))
+    # ping-pong: 128x128 tiles, one consumer warpgroup's epilogue under the other's main loop
+    for cluster in (1, 2):
+        pingpong = {"BN": 128, "STAGES": 3, "PINGPONG": 1, "CLUSTER": cluster, "GROUP_M": 8, **types}
+        variants.append(Variant("gemm_ws_persistent", pingpong))
     if element == "f16":
         variants += [
             Variant("gemm_ws_persistent", {"BN": 128, "STAGES": 5}),
@@ -313,6 +329,9 @@ def main() -> None:
     parser.add_argument("--types", nargs="+", default=["f16", "bf16", "f8_e4m3"])
     parser.add_argument("--shapes", nargs="+", default=SHAPES)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--variants", nargs="+", default=None, help="time only the variants whose label has one of these"
+    )
     parser.add_argument("--autotune", action="store_true")
     parser.add_argument("--emit", type=Path, default=None)
     parser.add_argument("--profile", action="store_true")
@@ -326,7 +345,10 @@ def main() -> None:
         if args.autotune:
             kernels_for: Kernels = functools.partial(autotuned_kernels, element, autotuners(element))
         else:
-            kernels = {variant: compile_kernel(variant, args.emit) for variant in grid(element)}
+            chosen = [
+                v for v in grid(element) if args.variants is None or any(w in v.label for w in args.variants)
+            ]
+            kernels = {variant: compile_kernel(variant, args.emit) for variant in chosen}
             kernels_for = functools.partial(fixed_kernels, kernels)
         if args.profile and not args.autotune:
             m, n, k = shape_of(args.shapes[0])

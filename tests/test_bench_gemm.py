@@ -4,6 +4,7 @@ The 2:4 sparse one (gemm_ws_sparse.co) matches NumPy on sim and lowers to sparse
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import ml_dtypes
@@ -11,7 +12,9 @@ import numpy as np
 import pytest
 
 import choreo_kernel as ck
+from choreo_kernel.compiler.cuda import inline_header
 from choreo_kernel.compiler.semantics import sparsity
+from choreo_kernel.profiling.tools import find_tool
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 TYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3": ml_dtypes.float8_e4m3fn}
@@ -21,6 +24,37 @@ CASES = [
     ("gemm_ws", "f16", {"BN": 128, "STAGES": 2, "CLUSTER": 2}, (200, 136, 72)),  # rhs multicast in clusters
     ("gemm_ws_persistent", "bf16", {"BN": 128, "STAGES": 3, "BLOCKS": 3}, (300, 264, 136)),
     ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 3, "TMA_STORE": 1}, (300, 264, 136)),
+    # 256x128 tiles: each consumer warpgroup multiplies 128 rows (two m64 fragments)
+    ("gemm_ws", "f16", {"BM": 256, "BN": 128, "STAGES": 2}, (300, 136, 72)),
+    ("gemm_ws", "f16", {"BM": 256, "BN": 128, "STAGES": 2, "CLUSTER": 2}, (800, 136, 72)),
+    # tiles walked in groups of tile rows; the last group has fewer rows (5 tile rows, groups of 2)
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 3, "GROUP_M": 2}, (520, 264, 136)),
+    (
+        "gemm_ws_persistent",
+        "f16",
+        {"BM": 256, "BN": 128, "STAGES": 2, "BLOCKS": 3, "GROUP_M": 2},
+        (600, 264, 72),
+    ),
+    # clusters of two blocks on pairs of tile rows; 3 tile rows: the last pair's second tile is past M
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 4, "CLUSTER": 2}, (300, 264, 136)),
+    (
+        "gemm_ws_persistent",
+        "f16",
+        {"BN": 128, "STAGES": 3, "BLOCKS": 4, "CLUSTER": 2, "GROUP_M": 2},
+        (700, 264, 72),
+    ),
+    (
+        "gemm_ws_persistent",
+        "f16",
+        {"BN": 128, "STAGES": 2, "BLOCKS": 4, "CLUSTER": 2, "TMA_STORE": 1},
+        (300, 264, 72),
+    ),
+    # the two consumer warpgroups take whole tiles in turns, each from its own ring
+    ("gemm_ws_persistent", "f16", {"STAGES": 2, "BLOCKS": 3, "PINGPONG": 1}, (300, 264, 136)),
+    ("gemm_ws_persistent", "bf16", {"STAGES": 2, "BLOCKS": 2, "PINGPONG": 1, "GROUP_M": 2}, (300, 400, 72)),
+    ("gemm_ws_persistent", "f16", {"STAGES": 2, "BLOCKS": 4, "PINGPONG": 1, "CLUSTER": 2}, (300, 264, 136)),
+    ("gemm_ws_persistent", "f8_e4m3", {"BK": 128, "STAGES": 2, "BLOCKS": 2, "PINGPONG": 1}, (136, 264, 144)),
+    ("gemm_ws", "f8_e4m3", {"BK": 128, "BM": 256, "STAGES": 2, "CLUSTER": 2}, (300, 136, 144)),
 ]
 
 
@@ -83,7 +117,7 @@ def test_a_store_drained_a_tile_later_is_a_bulk_wait() -> None:
     """The TMA-store epilogue waits the previous tile's store (a future named before, in the source,
     the store that binds it) with the bulk-copy wait, not with cp.async's."""
     source = _compile("gemm_ws_persistent", {"STAGES": 3, "TMA_STORE": 1}, "cuda").cuda_source
-    wait = source.index("// line 76: wait stored;")
+    wait = source.index(": wait stored;")  # the first: the previous tile's, in the loop
     assert "choreo::bulk_wait_group();" in source[wait : wait + 200]
     assert "cp_async_wait" not in source and "choreo::tma_store(&out_tma" in source
 
@@ -146,3 +180,42 @@ def test_the_sparse_gemm_matches_numpy_on_the_gpu() -> None:
     expected = dense.astype(np.float32) @ rhs.astype(np.float32).T
     got = cupy.asnumpy(out).astype(np.float32)
     assert np.abs(got - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+NVCC, NVDISASM = find_tool("nvcc"), find_tool("nvdisasm")
+BUILDS = [  # the bench's sizes of the define combinations above; cluster barriers: after each event
+    # array's init, and before the exit
+    ("gemm_ws", {"BN": 256, "STAGES": 4, "CLUSTER": 2}, 3),
+    ("gemm_ws", {"BM": 256, "BN": 128, "STAGES": 4, "CLUSTER": 2}, 3),
+    ("gemm_ws_persistent", {"BM": 256, "BN": 128, "STAGES": 4, "CLUSTER": 2, "GROUP_M": 8}, 3),
+    ("gemm_ws_persistent", {"BN": 256, "STAGES": 3, "TMA_STORE": 1, "CLUSTER": 2, "GROUP_M": 8}, 3),
+    ("gemm_ws_persistent", {"BN": 128, "STAGES": 3, "PINGPONG": 1, "CLUSTER": 2, "GROUP_M": 8}, 5),
+]
+
+
+@pytest.mark.skipif(NVCC is None or NVDISASM is None, reason="needs nvcc and nvdisasm (no GPU needed)")
+@pytest.mark.parametrize(("program", "defines", "cluster_barriers"), BUILDS, ids=lambda v: str(v))
+def test_cluster_releases_build_without_a_gpu_wide_fence(
+    program: str, defines: dict[str, object], cluster_barriers: int, tmp_path: Path
+) -> None:
+    """The cluster variants build for sm_90a without spills, and the consumers' remote arrivals
+    (trigger.cluster, every stage) are not preceded by MEMBAR.ALL.GPU, which ptxas emits for a
+    cluster-scope release and which halved the cluster GEMM's speed; the cluster barriers keep theirs."""
+    unit = tmp_path / "gemm.cu"
+    unit.write_text(inline_header(_compile(program, defines, "cuda").cuda_source), encoding="utf-8")
+    built = subprocess.run(
+        [str(NVCC), "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "gemm.cubin"), str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr
+    assert " 0 bytes spill stores" in built.stderr
+    sass = subprocess.run(
+        [str(NVDISASM), "-c", str(tmp_path / "gemm.cubin")], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    arrivals = [i for i, line in enumerate(sass) if "SYNCS.ARRIVE.TRANS64.RED" in line]
+    assert arrivals
+    for at in arrivals:
+        assert not any("MEMBAR" in line for line in sass[at - 4 : at]), "\n".join(sass[at - 4 : at + 1])
+    assert sum("UCGABAR_ARV" in line for line in sass) == cluster_barriers

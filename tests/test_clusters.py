@@ -47,7 +47,7 @@ def test_the_kernel_is_compiled_for_clusters_and_syncs_them_after_init_and_befor
     body = cuda[cuda.index("__cluster_dims__") :]
     init = body.index("choreo::mbarrier_init(&empty[slot], 8)")  # 4 consumer warps in each of 2 blocks
     assert body.index("choreo::fence_mbarrier_init();", init) < body.index("choreo::cluster_sync();", init)
-    assert "choreo::mbarrier_arrive_cluster_warp(&empty[k % 2], peer)" in body
+    assert "choreo::mbarrier_arrive_cluster_all_warp(&empty[k % 2], 2);" in body
     assert "if (choreo::cluster_ctarank() == 0) choreo::tma_load_multicast(" in body
     assert ", 0x3, " in body  # the mask of both blocks
     assert body.rindex("choreo::cluster_sync();") < body.index("choreo::block_ends();")

@@ -310,18 +310,28 @@ CHOREO_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
-// mapa.shared::cluster + mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]: one arrival on the
-// mbarrier at the same place in the shared memory of the cluster's block `rank`.
+// mapa.shared::cluster + mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote]: one arrival on the
+// mbarrier at the same place in the shared memory of the cluster's block `rank`. The release is at the
+// block's scope, as CUTLASS's ClusterBarrier::arrive: it orders this thread's accesses to its own block's
+// shared memory (the tiles a multicast refills) before the arrival. A cluster-scope release would be a
+// GPU-wide memory barrier (MEMBAR.ALL.GPU in SASS) before every arrival, on every stage of a main loop.
 CHOREO_DEVICE void mbarrier_arrive_cluster(mbarrier* bar, unsigned rank) {
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(shared_address(bar)), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
-// mbarrier_arrive_cluster from one lane for its whole warp, once its lanes have all arrived here.
-CHOREO_DEVICE void mbarrier_arrive_cluster_warp(mbarrier* bar, unsigned rank) {
+// One arrival per thread on the mbarrier of each of the cluster's `blocks` blocks.
+CHOREO_DEVICE void mbarrier_arrive_cluster_all(mbarrier* bar, unsigned blocks) {
+  for (unsigned rank = 0; rank < blocks; ++rank) mbarrier_arrive_cluster(bar, rank);
+}
+
+// One arrival for a whole warp on the mbarrier of each of the cluster's `blocks` blocks, once its lanes
+// have all arrived here: lane r arrives on block r's, so the arrivals leave together.
+CHOREO_DEVICE void mbarrier_arrive_cluster_all_warp(mbarrier* bar, unsigned blocks) {
   __syncwarp();
-  if ((threadIdx.x & 31) == 0) mbarrier_arrive_cluster(bar, rank);
+  const unsigned lane = threadIdx.x & 31;
+  if (lane < blocks) mbarrier_arrive_cluster(bar, lane);
 }
 
 // mbarrier.arrive.release.cta.shared::cta.b64 _, [bar]: one arrival; this thread's earlier writes happen before it.

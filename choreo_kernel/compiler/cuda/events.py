@@ -249,9 +249,10 @@ class Events:
         if not cluster or shape is None:
             write_once([*setup, f"choreo::{arrive}({address});"], out)
             return
-        arrive = arrive.replace("mbarrier_arrive", "mbarrier_arrive_cluster")
-        loop = f"for (unsigned peer = 0; peer < {shape.blocks}; ++peer) choreo::{arrive}({address}, peer);"
-        write_once([*setup, f"{loop}  // this block's and its peers'"], out)
+        arrive = arrive.replace("mbarrier_arrive", "mbarrier_arrive_cluster_all")
+        write_once(
+            [*setup, f"choreo::{arrive}({address}, {shape.blocks});  // this block's and its peers'"], out
+        )
 
     def barrier(self, target: ast.Expr) -> tuple[str, list[str]]:
         """The address of the mbarrier a trigger of `target` arrives on, and the lines that must run
