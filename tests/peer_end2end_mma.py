@@ -214,8 +214,6 @@ HOPPER_MMA = Program(
             Tolerance(1.0, 0.5),
         ),
     ],
-    pending=NOT_YET_COMPILED,
-    pending_on_sim=False,
 )
 
 _F16_1_10 = (uniform(F16, (128, 256), 1, 10), uniform(F16, (256, 256), 1, 10))
@@ -392,7 +390,6 @@ GEMM_SP = Program(
         _sparse("matmul_bf16_n8k64", BF16, 8, 64, 0.1),
         _sparse("matmul_f16_n16_k64", F16, 16, 64, 0.1),
     ],
-    pending=NOT_YET_COMPILED,
     notes="the tolerances of the last three calls are assumed (0.1), as for the other f16 ones",
 )
 
