@@ -337,15 +337,22 @@ class Mma:
         return staged
 
     def _store(self, stmt: ast.OperationStmt) -> None:
+        """`mma.store[.transp|.mask] acc, tile`: each thread's fragment elements into the tile, in its layout
+        (swizzled, in panels); a whole shared tile of 16-bit elements with stmatrix."""
         emitter = self.emitter
+        words = stmt.operation.words
+        transposed = "transp" in words
         accumulator = self._accumulator(stmt.operation.args[0])
         destination = emitter.expressions.view(stmt.operation.args[1])
         emitter.note_written(stmt.operation.args[1])
         dims = [d.value for d in destination.dims]
-        if dims != [accumulator.rows, accumulator.columns] or destination.strides[-1].value != 1:
+        shape = [accumulator.rows, accumulator.columns]
+        if transposed:
+            shape.reverse()
+        if dims != shape or destination.strides[-1].value != 1:
             raise LoweringError(
-                f"'mma.store' writes a {accumulator.rows}x{accumulator.columns} accumulator into a tile of that "
-                "shape with contiguous rows",
+                f"'{' '.join(words)}' writes a {accumulator.rows}x{accumulator.columns} accumulator into a "
+                f"{shape[0]}x{shape[1]} tile with contiguous rows",
                 stmt,
             )
         if destination.elem not in STORE_TYPES:
@@ -355,15 +362,15 @@ class Mma:
         row_stride = destination.strides[0]
         counts = [emitter.expressions.integer(count).text for count in stmt.operation.args[2:]]
         panels = destination.panels
-        if panels is not None:  # rows of one panel, and where the panels and the tile's first column are
+        layout: list[str] = []  # where the panels and the tile's first column are
+        if panels is not None:  # rows of one panel
             if row_stride.value != panels.columns:
                 raise LoweringError(
                     f"'{destination.root}' lies in panels one swizzle wide, so 'mma.store' writes a tile of its rows",
                     stmt,
                 )
             row_stride = cexpr.const(panels.width)
-            counts += [str(accumulator.rows), str(accumulator.columns)][len(counts) :]
-            counts += [str(panels.stride), panels.first(destination.offset).text]
+            layout = [str(panels.stride), panels.first(destination.offset).text]
         elif (
             destination.swizzle
             and (row_stride.value or 0) * ELEMENT_BYTES[destination.elem] != destination.swizzle
@@ -373,11 +380,20 @@ class Mma:
                 stmt,
             )
         template = f"{accumulator.columns}, {accumulator.tiles}, {destination.swizzle}"
-        masks = "".join(f", {count}" for count in counts)  # mma.store.mask: the rows (and columns) to write
-        emitter.out.line(
-            f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, "
-            f"{row_stride.text}{masks});"
-        )
+        if transposed:
+            template += ", true"
+            emitter.out.line("// transposed: element (i, j) of the accumulator goes to (j, i) of the tile")
+        start = f"{accumulator.name.text}, {destination.start.text}, {row_stride.text}"
+        if destination.storage == Storage.SHARED and ELEMENT_BYTES[destination.elem] == 2 and not counts:
+            arguments = "".join(f", {value}" for value in layout)
+            emitter.out.line(f"choreo::store_accumulator_stmatrix<{template}>({start}{arguments});")
+        else:
+            if layout:
+                counts += [str(accumulator.rows), str(accumulator.columns)][len(counts) :]
+            masks = "".join(
+                f", {value}" for value in counts + layout
+            )  # .mask: the rows (and columns) to write
+            emitter.out.line(f"choreo::store_accumulator<{template}>({start}{masks});")
         if destination.swizzle:  # TMA or WGMMA reads it next: the async proxy
             emitter.out.line(
                 "choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores"

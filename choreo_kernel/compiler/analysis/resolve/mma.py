@@ -155,8 +155,6 @@ class MmaRules(WarpMmaRules):
         self.error_with_note(
             off_its_warps(self.info, operation.args[0], context, "store"), operation.args[0].span
         )
-        if words == ["transp"]:
-            self._check_transposed_store(symbol, operation)
         if isinstance(destination, Data):
             if destination.storage == Storage.LOCAL:
                 self.error("'mma.store' writes shared or global memory, not local", operation.args[1].span)
