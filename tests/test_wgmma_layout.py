@@ -116,7 +116,9 @@ def test_mma_store_into_panels_places_each_element_and_fences_for_the_next_mma()
     assert store < fence < cuda.index("__syncthreads();", fence) < cuda.index("wgmma_descriptor<128>(s + ")
 
 
-def test_a_whole_shared_16_bit_tile_is_stored_with_stmatrix_and_a_transposed_one_with_its_trans_form() -> None:
+def test_a_whole_shared_16_bit_tile_is_stored_with_stmatrix_and_a_transposed_one_with_its_trans_form() -> (
+    None
+):
     assert "choreo::store_accumulator_stmatrix<128, 1, 0, true>(acc, out_s, 64);" in emitted(
         "wgmma_store_transposed.co"
     )

@@ -1289,6 +1289,44 @@ template <class T, int R> CHOREO_DEVICE void fill_fragment(unsigned (&regs)[R], 
   for (int i = 0; i < R; ++i) regs[i] = pack(element, element);
 }
 
+// `mma.load tile, x;`: each thread's elements of a [Tiles * 64, N] tile (placed as store_accumulator() places
+// them: rows `row_stride` apart, swizzled, in panels) into fragment x, in the accumulator layout, which is also
+// WGMMA's layout of an A operand from registers (k16: 4 registers of f16 pairs per 64 x 16 slice), converted
+// to x's type. `Pair` receives each register pair: fragment element i and i + 1, adjacent columns of a row.
+CHOREO_DEVICE float element_value(float value) { return value; }
+template <class S> CHOREO_DEVICE float element_value(S value) { return to_f32(value); }
+template <int N, int Tiles, int Swizzle, class S, class Pair>
+CHOREO_DEVICE void load_fragment_pairs(const S* tile, int row_stride, int panel_stride, int first, Pair pair) {
+  const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) {
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = t * 64 + warp * 16 + lane / 4 + 8 * half, column = j * 8 + (lane % 4) * 2;
+        const float a = element_value(tile_element<Swizzle>(tile, row, column, row_stride, panel_stride, first));
+        const float b = element_value(tile_element<Swizzle>(tile, row, column + 1, row_stride, panel_stride, first));
+        pair(t * (N / 2) + j * 4 + half * 2, a, b);
+      }
+    }
+  }
+}
+template <int N, int Tiles, int Swizzle, class S, int R>
+CHOREO_DEVICE void load_fragment(float (&regs)[R], const S* tile, int row_stride, int panel_stride = 0, int first = 0) {
+  load_fragment_pairs<N, Tiles, Swizzle>(tile, row_stride, panel_stride, first, [&](int i, float a, float b) {
+    regs[i] = a;
+    regs[i + 1] = b;
+  });
+}
+template <class T, int N, int Tiles, int Swizzle, class S, int R>
+CHOREO_DEVICE void load_fragment(unsigned (&regs)[R], const S* tile, int row_stride, int panel_stride = 0,
+                                 int first = 0) {
+  load_fragment_pairs<N, Tiles, Swizzle>(tile, row_stride, panel_stride, first, [&](int i, float a, float b) {
+    regs[i / 2] = pack(narrow(a, T{}), narrow(b, T{}));
+  });
+}
+
 // `copy(dst, src)` / `__to<T>(acc)`: the same elements, converted (f32 -> 16-bit packs two per register).
 template <int R> CHOREO_DEVICE void copy_fragment(float (&dst)[R], const float (&src)[R]) {
 #pragma unroll
