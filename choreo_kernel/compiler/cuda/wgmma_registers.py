@@ -26,7 +26,8 @@ def store(emitter: KernelContext, accumulator: AccumulatorRegisters, stmt: ast.O
     shape = [accumulator.rows, accumulator.columns]
     if transposed:
         shape.reverse()
-    if dims != shape or destination.strides[-1].value != 1:
+    implicit = words == ["store"] and dims != shape and all(d in (None, e) for d, e in zip(dims, shape))
+    if (dims != shape and not implicit) or destination.strides[-1].value != 1:
         raise LoweringError(
             f"'{' '.join(words)}' writes a {accumulator.rows}x{accumulator.columns} accumulator into a "
             f"{shape[0]}x{shape[1]} tile with contiguous rows",
@@ -38,6 +39,11 @@ def store(emitter: KernelContext, accumulator: AccumulatorRegisters, stmt: ast.O
         )
     row_stride = destination.strides[0]
     counts = [emitter.expressions.integer(count).text for count in stmt.operation.args[2:]]
+    if implicit:  # a tile of a size known at run time: the elements inside it, as mma.store.mask writes them
+        counts = [d.text for d in destination.dims]
+        emitter.out.line(
+            "// the tile's extents are known at run time: only the elements inside it are written"
+        )
     panels = destination.panels
     layout: list[str] = []  # where the panels and the tile's first column are
     if panels is not None:  # rows of one panel

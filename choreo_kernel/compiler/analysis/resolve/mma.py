@@ -209,6 +209,17 @@ class MmaRules(WarpMmaRules):
                     f"'mma.store' of a {shape_text(shape)} accumulator into {shape_text(destination.dims)} data",
                     operation.span,
                 )
+            elif (
+                shape is not None
+                and not words
+                and _run_time_window(operation.args[1], destination.dims, shape)
+            ):
+                self.sink.warning(
+                    f"'mma.store' of a {shape_text(shape)} accumulator into a {shape_text(destination.dims)} window "
+                    "whose extents are known only at run time: it writes the elements inside the window (implicit "
+                    "masking); 'mma.store.mask ACC, DST, ROWS, COLUMNS;' says so explicitly",
+                    operation.args[1].span,
+                )
 
     def _mma_exec(
         self, stmt: ast.OperationStmt, a_layout: str, b_layout: str, context: Context
@@ -527,3 +538,13 @@ _FORMS = {
 
 def _text(expr: ast.Expr) -> str:
     return printer.expression(expr)
+
+
+def _run_time_window(expr: ast.Expr, dims: tuple[Dim, ...], shape: tuple[Dim, ...]) -> bool:
+    """Whether an mma.store destination is a `.view(...).from(...)` window that may be smaller than the
+    accumulator: an extent of it is known only at run time, where the accumulator's is a constant."""
+    return (
+        isinstance(expr, ast.Method)
+        and expr.name == "from"
+        and any(not isinstance(d, int) and isinstance(e, int) for d, e in zip(dims, shape))
+    )
