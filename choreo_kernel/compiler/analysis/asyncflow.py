@@ -109,7 +109,9 @@ class AsyncFlow(ForwardFlow[State]):
                 self._check_deadlock(use, event in triggered)
             if use.form == "at":
                 self._check_ring_use(use)
-            elif use.form == "index" and event in ring_events:
+            elif use.form == "index" and event in ring_events and not use.is_trigger:
+                # events.md: `event[index]` is physical indexing, not an alias of `.at(order)`, whose phase is
+                # (order / N) % 2: a wait by slot would track a phase of its own. A trigger names no phase.
                 self.sink.error(
                     f"'{expression(use.expr)}' indexes a physical slot of '{event.name}', but '{event.name}' is a "
                     f"ring used with '.at(order)' elsewhere: '[i]' is a physical slot and '.at(order)' a logical "
