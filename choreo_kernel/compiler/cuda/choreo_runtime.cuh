@@ -1226,7 +1226,7 @@ CHOREO_DEVICE void add_to_element(unsigned* acc, int i, float value) {
   const unsigned shift = 16 * (i % 2), bits = to_f16(fragment_value(acc, i) + value).bits;
   acc[i / 2] = (acc[i / 2] & ~(0xFFFFu << shift)) | (bits << shift);
 }
-template <int N> CHOREO_DEVICE int fragment_row(int r);
+template <int N, int TileRows = 64> CHOREO_DEVICE int fragment_row(int r);  // defined with the fragments below
 template <int N, int Tiles, class A>
 CHOREO_DEVICE void scale_accumulator(A* acc, const A* partial, const float* row_scales, int row_stride,
                                      float column_scale) {
@@ -1247,7 +1247,7 @@ CHOREO_DEVICE void scale_accumulator(A* acc, const A* partial, const float* row_
 CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
 
 // TileRows 16: a warp's accumulator (mma.sync), the same layout with one warp per 16-row tile.
-template <int N, int TileRows = 64> CHOREO_DEVICE int fragment_row(int r) {
+template <int N, int TileRows> CHOREO_DEVICE int fragment_row(int r) {
   const int rank = threadIdx.x % (TileRows * 2);
   return r / (N / 2) * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
 }
