@@ -111,7 +111,7 @@ def test_an_mma_load_of_a_global_tile_stages_it_in_a_shared_tile_per_warpgroup()
 
 def test_mma_store_into_panels_places_each_element_and_fences_for_the_next_mma() -> None:
     cuda = emitted("wgmma_store_into_panels.co")
-    store = cuda.index("choreo::store_accumulator<128, 1, 128>(acc, s, 64, 64, 128, 4096, 0);")
+    store = cuda.index("choreo::store_accumulator_stmatrix<128, 1, 128>(acc, s, 64, 4096, 0);")
     fence = cuda.index("choreo::fence_proxy_async_shared();", store)
     assert store < fence < cuda.index("__syncthreads();", fence) < cuda.index("wgmma_descriptor<128>(s + ")
 
@@ -123,3 +123,18 @@ def test_a_tma_box_of_some_rows_of_a_tile_in_panels_finds_its_second_panel_a_pan
     first = "tile + choreo::panel_offset(g * 64 * 128, 128, 128, 64)"
     assert f"choreo::tma_store(&out_tma, {first}, 0, (b * 2 + g) * 64);" in cuda
     assert f"choreo::tma_store(&out_tma, {first} + 8192, 64, (b * 2 + g) * 64);" in cuda
+
+
+def test_a_whole_shared_16_bit_tile_is_stored_with_stmatrix_and_a_transposed_one_with_its_trans_form() -> (
+    None
+):
+    assert "choreo::store_accumulator_stmatrix<128, 1, 0, true>(acc, out_s, 64);" in emitted(
+        "wgmma_store_transposed.co"
+    )
+    assert "choreo::store_accumulator_stmatrix<152, 1, 0>(acc, out_s, 152);" in emitted(
+        "wgmma_store_shared_bf16.co"
+    )
+
+
+def test_a_store_into_global_memory_or_a_masked_one_writes_each_threads_elements() -> None:
+    assert "choreo::store_accumulator<128, 1, 0>(acc, out" in emitted("gemm_f16_accumulator.co")

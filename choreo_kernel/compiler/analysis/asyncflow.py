@@ -109,7 +109,10 @@ class AsyncFlow(ForwardFlow[State]):
                 self._check_deadlock(use, event in triggered)
             if use.form == "at":
                 self._check_ring_use(use)
-            elif use.form == "index" and event in ring_events:
+            elif use.form == "index" and event in ring_events and not self._triggers_a_slot(use, event.value):
+                # events.md: `event[index]` is physical indexing, not an alias of `.at(order)`, whose phase is
+                # (order / N) % 2: a wait by slot would track a phase of its own. A trigger names no phase,
+                # so it may release a slot, one whose index is below N (not a logical order).
                 self.sink.error(
                     f"'{expression(use.expr)}' indexes a physical slot of '{event.name}', but '{event.name}' is a "
                     f"ring used with '.at(order)' elsewhere: '[i]' is a physical slot and '.at(order)' a logical "
@@ -121,6 +124,36 @@ class AsyncFlow(ForwardFlow[State]):
                     f"'{event.name}' is an event array: name one event, '{event.name}[i]' or '{event.name}.at(order)'",
                     use.expr.span,
                 )
+
+    def _triggers_a_slot(self, use: EventUse, event: Event) -> bool:
+        """Whether `trigger ring[i]` names a slot: i is below the ring's N by its form (a constant, a variable
+        bounded by N or less, `x % N`, or a name given such a value)."""
+        slots = event.dims[0] if len(event.dims) == 1 else None
+        inner = use.expr.value if isinstance(use.expr, ast.Method) else use.expr
+        if not use.is_trigger or not isinstance(slots, int) or not isinstance(inner, ast.Index):
+            return False
+        return len(inner.indices) == 1 and self._below(inner.indices[0], slots)
+
+    def _below(self, expr: ast.Expr, slots: int) -> bool:
+        value = constant(expr)
+        if isinstance(value, int):
+            return 0 <= value < slots
+        if isinstance(expr, ast.Binary) and expr.op == "%":
+            divisor = constant(expr.right)
+            return isinstance(divisor, int) and 0 < divisor <= slots
+        symbol = self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+        if symbol is None:
+            return False
+        bound = getattr(symbol.value, "bound", None)
+        if isinstance(bound, int) and bound <= slots:
+            return True
+        declaration = symbol.declaration
+        return (
+            not symbol.mutable
+            and isinstance(declaration, ast.Assign)
+            and declaration.value is not expr
+            and self._below(declaration.value, slots)
+        )
 
     def _check_arrival_count(self, event: Symbol) -> None:
         """`event<N>` states the arrival count; warn when it differs from the count derived from the scopes."""

@@ -1091,20 +1091,27 @@ CHOREO_DEVICE void store_pair(bf16* out, float a, float b) {
 // the element at row w * 16 + l / 4 + 8 * (r / 2), column j * 8 + (l % 4) * 2 + r % 2; both columns of a
 // pair are stored together where the tile allows (a pair never straddles a panel or a swizzled chunk).
 // `rows` and `columns` (mma.store.mask) leave out the elements at or past them: the tail of a tile that
-// reaches past the end of the array.
-template <int N, int Tiles, int Swizzle, class T, class A>
+// reaches past the end of the array. `Transposed` (mma.store.transp) writes element (i, j) at (j, i) of the
+// tile, one element at a time.
+template <int Swizzle, class T>
+CHOREO_DEVICE T& tile_element(T* out, int row, int column, int row_stride, int panel_stride, int first) {
+  const int element = panel_stride == 0 ? row * row_stride + column
+                                        : panel_item_offset(row, column, row_stride, panel_stride, first);
+  if constexpr (Swizzle == 0) {
+    return out[element];
+  } else {
+    return swizzled_element<Swizzle>(out, element);
+  }
+}
+template <int N, int Tiles, int Swizzle, bool Transposed = false, class T, class A>
 __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, int rows = Tiles * 64,
                                          int columns = N, int panel_stride = 0, int first = 0) {
   const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
-  const bool paired = aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0 && first % 2 == 0;
+  const bool paired =
+      !Transposed && aligned(out, 2 * sizeof(T)) && row_stride % 2 == 0 && columns % 2 == 0 && first % 2 == 0;
   const auto at = [&](int row, int column) -> T& {
-    const int element = panel_stride == 0 ? row * row_stride + column
-                                          : panel_item_offset(row, column, row_stride, panel_stride, first);
-    if constexpr (Swizzle == 0) {
-      return out[element];
-    } else {
-      return swizzled_element<Swizzle>(out, element);
-    }
+    return Transposed ? tile_element<Swizzle>(out, column, row, row_stride, panel_stride, first)
+                      : tile_element<Swizzle>(out, row, column, row_stride, panel_stride, first);
   };
 #pragma unroll
   for (int tile = 0; tile < Tiles; ++tile) {
@@ -1123,6 +1130,77 @@ __device__ inline void store_accumulator(const A* acc, T* out, int row_stride, i
           if (column + 1 < columns) store_element(&at(row, column + 1), fragment_value(acc, i + 1));
         }
       }
+    }
+  }
+}
+
+// Two adjacent accumulator elements as one register of two 16-bit T (the low half first): a row pair of stmatrix.
+CHOREO_DEVICE unsigned packed_pair(f16*, float a, float b) {
+  return to_f16(a).bits | (static_cast<unsigned>(to_f16(b).bits) << 16);
+}
+CHOREO_DEVICE unsigned packed_pair(bf16*, float a, float b) {
+  return to_bf16(a).bits | (static_cast<unsigned>(to_bf16(b).bits) << 16);
+}
+
+// stmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 [row], {r0, r1, r2, r3}: four 8x8 matrices of 16-bit
+// elements, thread l holding in register i the pair at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of
+// matrix i, and threads 8i .. 8i + 7 naming the shared addresses of the 16-byte rows of matrix i (.trans:
+// of its columns, so each matrix lands transposed). The .x2 form stores matrices 0 and 1 (threads 0 .. 15).
+template <bool Transposed> CHOREO_DEVICE void stmatrix_x4(unsigned row, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  if constexpr (Transposed) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"(row), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+  } else {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"(row), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+  }
+}
+template <bool Transposed> CHOREO_DEVICE void stmatrix_x2(unsigned row, unsigned r0, unsigned r1) {
+  if constexpr (Transposed) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(row), "r"(r0), "r"(r1)
+                 : "memory");
+  } else {
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(row), "r"(r0), "r"(r1) : "memory");
+  }
+}
+
+// store_accumulator() into a whole shared tile of 16-bit T with stmatrix: each warp stores its 16 rows of
+// each fragment as 8x8 matrices, two column blocks of 8 (four matrices) per instruction and an odd last
+// block with .x2. Matrix m of the pair starting at column block j is rows 8 (m % 2) .. of the warp's 16,
+// columns 8 (j + m / 2) ..: the accumulator registers j * 4 + ..., as the fragment layout above places
+// them. A row of a matrix (a column, transposed) is 16 contiguous bytes of the tile, which a swizzle or a
+// panel moves as a whole; where the tile does not start and step on 16 bytes, it is stored element by
+// element instead (the same for the whole warpgroup, so stmatrix is reached by every thread of a warp).
+template <int N, int Tiles, int Swizzle, bool Transposed = false, class T, class A>
+__device__ inline void store_accumulator_stmatrix(const A* acc, T* out, int row_stride, int panel_stride = 0,
+                                                  int first = 0) {
+  static_assert(sizeof(T) == 2, "stmatrix stores 16-bit elements");
+  if (!aligned(out, 16) || row_stride % 8 != 0 || panel_stride % 8 != 0 || first % 8 != 0) {
+    store_accumulator<N, Tiles, Swizzle, Transposed>(acc, out, row_stride, Tiles * 64, N, panel_stride, first);
+    return;
+  }
+  const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
+  const int matrix = lane / 8 % 4, line = lane % 8;
+  const auto row_address = [&](int tile, int block, int half) {
+    const int row = tile * 64 + warp * 16 + half * 8, column = block * 8;
+    T& first_element = Transposed ? tile_element<Swizzle>(out, column + line, row, row_stride, panel_stride, first)
+                                  : tile_element<Swizzle>(out, row + line, column, row_stride, panel_stride, first);
+    return shared_address(&first_element);
+  };
+  const auto pair = [&](int tile, int block, int half) {
+    const int i = tile * (N / 2) + block * 4 + half * 2;
+    return packed_pair(out, fragment_value(acc, i), fragment_value(acc, i + 1));
+  };
+#pragma unroll
+  for (int tile = 0; tile < Tiles; ++tile) {
+#pragma unroll
+    for (int j = 0; j + 1 < N / 8; j += 2) {
+      stmatrix_x4<Transposed>(row_address(tile, j + matrix / 2, matrix % 2), pair(tile, j, 0), pair(tile, j, 1),
+                              pair(tile, j + 1, 0), pair(tile, j + 1, 1));
+    }
+    if constexpr ((N / 8) % 2 == 1) {
+      stmatrix_x2<Transposed>(row_address(tile, N / 8 - 1, matrix % 2), pair(tile, N / 8 - 1, 0),
+                              pair(tile, N / 8 - 1, 1));
     }
   }
 }
@@ -1163,7 +1241,7 @@ template <bool EightBit> CHOREO_DEVICE unsigned wgmma_sparse_metadata(const unsi
 CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
 
 // TileRows 16: a warp's accumulator (mma.sync), the same layout with one warp per 16-row tile.
-template <int N, int TileRows = 64> CHOREO_DEVICE int fragment_row(int r) {
+template <int N, int TileRows> CHOREO_DEVICE int fragment_row(int r) {
   const int rank = threadIdx.x % (TileRows * 2);
   return r / (N / 2) * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
 }
@@ -1219,6 +1297,44 @@ template <class T, int R> CHOREO_DEVICE void fill_fragment(unsigned (&regs)[R], 
   const T element = narrow(value, T{});
 #pragma unroll
   for (int i = 0; i < R; ++i) regs[i] = pack(element, element);
+}
+
+// `mma.load tile, x;`: each thread's elements of a [Tiles * 64, N] tile (placed as store_accumulator() places
+// them: rows `row_stride` apart, swizzled, in panels) into fragment x, in the accumulator layout, which is also
+// WGMMA's layout of an A operand from registers (k16: 4 registers of f16 pairs per 64 x 16 slice), converted
+// to x's type. `Pair` receives each register pair: fragment element i and i + 1, adjacent columns of a row.
+CHOREO_DEVICE float element_value(float value) { return value; }
+template <class S> CHOREO_DEVICE float element_value(S value) { return to_f32(value); }
+template <int N, int Tiles, int Swizzle, class S, class Pair>
+CHOREO_DEVICE void load_fragment_pairs(const S* tile, int row_stride, int panel_stride, int first, Pair pair) {
+  const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) {
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = t * 64 + warp * 16 + lane / 4 + 8 * half, column = j * 8 + (lane % 4) * 2;
+        const float a = element_value(tile_element<Swizzle>(tile, row, column, row_stride, panel_stride, first));
+        const float b = element_value(tile_element<Swizzle>(tile, row, column + 1, row_stride, panel_stride, first));
+        pair(t * (N / 2) + j * 4 + half * 2, a, b);
+      }
+    }
+  }
+}
+template <int N, int Tiles, int Swizzle, class S, int R>
+CHOREO_DEVICE void load_fragment(float (&regs)[R], const S* tile, int row_stride, int panel_stride = 0, int first = 0) {
+  load_fragment_pairs<N, Tiles, Swizzle>(tile, row_stride, panel_stride, first, [&](int i, float a, float b) {
+    regs[i] = a;
+    regs[i + 1] = b;
+  });
+}
+template <class T, int N, int Tiles, int Swizzle, class S, int R>
+CHOREO_DEVICE void load_fragment(unsigned (&regs)[R], const S* tile, int row_stride, int panel_stride = 0,
+                                 int first = 0) {
+  load_fragment_pairs<N, Tiles, Swizzle>(tile, row_stride, panel_stride, first, [&](int i, float a, float b) {
+    regs[i / 2] = pack(narrow(a, T{}), narrow(b, T{}));
+  });
 }
 
 // `copy(dst, src)` / `__to<T>(acc)`: the same elements, converted (f32 -> 16-bit packs two per register).

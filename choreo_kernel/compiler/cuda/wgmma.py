@@ -44,13 +44,13 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.threads import unit_group
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, RowRegisters, View, buffer
+from choreo_kernel.compiler.cuda.wgmma_registers import load_registers, store
 from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import Level, Storage
 from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
 PTX_TYPES = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f8_e4m3": "e4m3", "f8_e5m2": "e5m2"}
 STEP_BYTES = 32  # each K step of a wgmma reads 32 bytes of every operand row
-STORE_TYPES = ("f32", "f16", "bf16")  # what mma.store converts an accumulator into
 REGISTERS_PER_LINE = 8
 MAX_WAIT_DEPTH = 7  # deeper than any real pipeline: wait_group 7 is as good as no wait
 
@@ -289,7 +289,11 @@ class Mma:
         return value
 
     def _load(self, stmt: ast.OperationStmt) -> None:
-        """`f = mma.load tile`: the fragment is the tile itself, read by descriptor where it is used."""
+        """`f = mma.load tile`: the fragment is the tile itself, read by descriptor where it is used;
+        `mma.load tile, x` loads the tile into the registers of fragment x (wgmma_registers.py)."""
+        if len(stmt.operation.args) == 2:
+            load_registers(self.emitter, stmt)
+            return
         view = self.emitter.expressions.view(stmt.operation.args[0])  # its layout: cuda/swizzles.py
         if view.storage == Storage.GLOBAL:
             view = self._stage(stmt, view)
@@ -337,57 +341,7 @@ class Mma:
         return staged
 
     def _store(self, stmt: ast.OperationStmt) -> None:
-        emitter = self.emitter
-        accumulator = self._accumulator(stmt.operation.args[0])
-        destination = emitter.expressions.view(stmt.operation.args[1])
-        emitter.note_written(stmt.operation.args[1])
-        dims = [d.value for d in destination.dims]
-        if dims != [accumulator.rows, accumulator.columns] or destination.strides[-1].value != 1:
-            raise LoweringError(
-                f"'mma.store' writes a {accumulator.rows}x{accumulator.columns} accumulator into a tile of that "
-                "shape with contiguous rows",
-                stmt,
-            )
-        if destination.elem not in STORE_TYPES:
-            raise LoweringError(
-                f"'mma.store' converts into {', '.join(STORE_TYPES)}, not {destination.elem}", stmt
-            )
-        row_stride = destination.strides[0]
-        counts = [emitter.expressions.integer(count).text for count in stmt.operation.args[2:]]
-        panels = destination.panels
-        if panels is not None:  # rows of one panel, and where the panels and the tile's first column are
-            if row_stride.value != panels.columns:
-                raise LoweringError(
-                    f"'{destination.root}' lies in panels one swizzle wide, so 'mma.store' writes a tile of its rows",
-                    stmt,
-                )
-            row_stride = cexpr.const(panels.width)
-            counts += [str(accumulator.rows), str(accumulator.columns)][len(counts) :]
-            counts += [str(panels.stride), panels.first(destination.offset).text]
-        elif (
-            destination.swizzle
-            and (row_stride.value or 0) * ELEMENT_BYTES[destination.elem] != destination.swizzle
-        ):
-            raise LoweringError(
-                f"'{destination.root}' is swizzled by {destination.swizzle} bytes, so its rows must be that long",
-                stmt,
-            )
-        template = f"{accumulator.columns}, {accumulator.tiles}, {destination.swizzle}"
-        masks = "".join(f", {count}" for count in counts)  # mma.store.mask: the rows (and columns) to write
-        emitter.out.line(
-            f"choreo::store_accumulator<{template}>({accumulator.name.text}, {destination.start.text}, "
-            f"{row_stride.text}{masks});"
-        )
-        if destination.swizzle:  # TMA or WGMMA reads it next: the async proxy
-            emitter.out.line(
-                "choreo::fence_proxy_async_shared();  // these writes are seen by the tensor cores"
-            )
-        context = emitter.info.context_of[id(stmt)]
-        if destination.storage == Storage.SHARED and emitter.threads.covers_instances(context):
-            barrier = emitter.threads.issuing_group(context).barrier()
-            if barrier is not None:
-                emitter.out.line("// the whole tile is stored")
-                emitter.out.line(barrier)
+        store(self.emitter, self._accumulator(stmt.operation.args[0]), stmt)
 
     # ------------------------------------------------------------------ the MMA itself
 

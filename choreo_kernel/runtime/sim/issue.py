@@ -21,7 +21,7 @@ from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import Transfer
 from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import WARP_THREADS
-from choreo_kernel.runtime.sim.arith import poison_of
+from choreo_kernel.runtime.sim.arith import poison_of, stored
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.expressions import Evaluator, plain
 from choreo_kernel.runtime.sim.frames import Frame, per_thread_buffer
@@ -62,6 +62,9 @@ class Issuer:
             result = placeholder(stmt) if words == ["any"] else self._copy(stmt, frame, at, group, unit)
         elif words[0] == "fill":
             result = self._fill(stmt, words, frame, at, group)
+        elif words[0] == "load" and len(operation.args) == 2:  # mma.load TILE, X: into fragment X
+            view = self.evaluator.view(operation.args[0], at)
+            self._load_into(operation.args[1], view.read(), view.varying, at, group)
         elif words[0] == "load":
             view = self.evaluator.view(operation.args[0], at)
             tiles = view.read()
@@ -206,6 +209,18 @@ class Issuer:
         if isinstance(value, np.ndarray) and value.dtype == object:
             return list(value)
         return self.evaluator.as_view(value, at)
+
+    def _load_into(
+        self, expr: ast.Expr, tiles: np.ndarray, varying: bool, at: Frame, group: Instances
+    ) -> None:
+        """Each instance's tile into its own fragment, converted to the fragment's type."""
+        value = self.evaluator.value(expr, at)
+        items = owned(list(value) if isinstance(value, np.ndarray) else [value] * len(group.lanes), group)
+        for index, fragment in enumerate(items):
+            if not isinstance(fragment, Fragment):
+                raise SimError("'mma.load TILE, X' loads into a fragment X declared with 'frag'")
+            tile = tiles[index] if varying else tiles
+            fragment.tile[...] = stored(tile, fragment.tile.dtype)
 
     def _accumulators(self, expr: ast.Expr, at: Frame, group: Instances) -> list[Accumulator]:
         value = self.evaluator.value(expr, at)

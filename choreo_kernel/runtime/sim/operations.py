@@ -329,7 +329,8 @@ def store_accumulators(
     """`mma.store`: every instance's accumulator into its destination tile, converted to its type.
     `mma.store.mask` (`mask`: the rows, and the columns, to write) writes only the elements below
     them that are inside the array, so it also takes a tail tile; `mma.store.transp` writes element
-    (i, j) at (j, i)."""
+    (i, j) at (j, i). A tile smaller than the accumulator (its size known at run time) takes the elements
+    inside it."""
     tiles = []
     for accumulator in accumulators:
         value = accumulator.value
@@ -337,6 +338,15 @@ def store_accumulators(
             value = np.full(destination.shape, accumulator.fill, dtype=np.float32)
         elif transposed:
             value = value.T
+        shape = tuple(destination.shape)
+        if (
+            value.ndim == len(shape)
+            and value.shape != shape
+            and all(d <= v for d, v in zip(shape, value.shape))
+        ):
+            value = value[
+                tuple(slice(0, d) for d in shape)
+            ]  # a smaller tile: the elements inside it (as on CUDA)
         if value.size != int(np.prod(destination.shape)):
             raise SimError(
                 f"'mma.store' of a {list(value.shape)} accumulator into data of shape {list(destination.shape)}"

@@ -51,8 +51,15 @@ class MmaRules(WarpMmaRules):
             return self._mma_fill(stmt, words, context)
         if words and words[0] == "load":
             self._swizzle(operation)
+            if len(args) == 2 and stmt.result is None:
+                self._mma_load_into(operation, context)
+                return None
             if len(args) != 1:
-                self.error("'mma.load' takes one operand tile", operation.span)
+                self.error(
+                    "'mma.load' takes one operand tile ('x = mma.load TILE;'), or a tile and the fragment to load "
+                    "it into ('mma.load TILE, X;')",
+                    operation.span,
+                )
                 return None
             value = self._expr(args[0])
             if isinstance(value, Tiling):
@@ -94,6 +101,42 @@ class MmaRules(WarpMmaRules):
             ".sp or .scale), mma.scale or mma.store",
         )
         return None
+
+    def _mma_load_into(self, operation: ast.Operation, context: Context) -> None:
+        """`mma.load TILE, X`: the tile into the registers of fragment X (WGMMA's A from registers), so both
+        have one shape and X is a warpgroup's `frag`."""
+        source, target = operation.args
+        tile = self._expr(source)
+        if isinstance(tile, Tiling):
+            tile = tile.tile()
+        if isinstance(tile, Future) and tile.is_data:  # `mma.load lhs_s, x` of a copy's future
+            tile = self._future_data(source) or UNKNOWN
+        fragment = self._expr(target)
+        if not isinstance(tile, (Data, Unknown)):
+            self.error(f"'mma.load' loads spanned data, got {tile.describe()}", source.span)
+            return
+        if not isinstance(fragment, Unknown) and not (isinstance(fragment, Fragment) and fragment.registers):
+            self.error(
+                f"'mma.load TILE, X;' loads into a fragment X declared with 'frag'; this is {fragment.describe()}",
+                target.span,
+            )
+            return
+        if Level.WARPGROUP not in context.level_kinds:
+            self.hopper_rule(
+                "'mma.load TILE, X;' loads a warpgroup's fragment: put it inside the 'group-4' scope of the MMA "
+                "that reads X",
+                operation.op_span,
+            )
+        if (
+            isinstance(tile, Data)
+            and isinstance(fragment, Fragment)
+            and known_mismatch(tile.dims, fragment.data.dims)
+        ):
+            self.error(
+                f"'mma.load' of {shape_text(tile.dims)} data into fragment '{fragment.data.root}' of "
+                f"{shape_text(fragment.data.dims)}: load a tile of the fragment's shape",
+                operation.span,
+            )
 
     def _mma_fill(self, stmt: ast.OperationStmt, words: list[str], context: Context) -> Accumulator | None:
         operation = stmt.operation
@@ -155,8 +198,6 @@ class MmaRules(WarpMmaRules):
         self.error_with_note(
             off_its_warps(self.info, operation.args[0], context, "store"), operation.args[0].span
         )
-        if words == ["transp"]:
-            self._check_transposed_store(symbol, operation)
         if isinstance(destination, Data):
             if destination.storage == Storage.LOCAL:
                 self.error("'mma.store' writes shared or global memory, not local", operation.args[1].span)
@@ -167,6 +208,17 @@ class MmaRules(WarpMmaRules):
                 self.error(
                     f"'mma.store' of a {shape_text(shape)} accumulator into {shape_text(destination.dims)} data",
                     operation.span,
+                )
+            elif (
+                shape is not None
+                and not words
+                and _run_time_window(operation.args[1], destination.dims, shape)
+            ):
+                self.sink.warning(
+                    f"'mma.store' of a {shape_text(shape)} accumulator into a {shape_text(destination.dims)} window "
+                    "whose extents are known only at run time: it writes the elements inside the window (implicit "
+                    "masking); 'mma.store.mask ACC, DST, ROWS, COLUMNS;' says so explicitly",
+                    operation.args[1].span,
                 )
 
     def _mma_exec(
@@ -486,3 +538,13 @@ _FORMS = {
 
 def _text(expr: ast.Expr) -> str:
     return printer.expression(expr)
+
+
+def _run_time_window(expr: ast.Expr, dims: tuple[Dim, ...], shape: tuple[Dim, ...]) -> bool:
+    """Whether an mma.store destination is a `.view(...).from(...)` window that may be smaller than the
+    accumulator: an extent of it is known only at run time, where the accumulator's is a constant."""
+    return (
+        isinstance(expr, ast.Method)
+        and expr.name == "from"
+        and any(not isinstance(d, int) and isinstance(e, int) for d, e in zip(dims, shape))
+    )

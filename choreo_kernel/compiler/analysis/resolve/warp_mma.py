@@ -63,16 +63,6 @@ class WarpMmaRules(ResolverBase):
                     stmt.span,
                 )
 
-    def _check_transposed_store(self, symbol: Symbol | None, operation: ast.Operation) -> None:
-        """`mma.store.transp` writes element (i, j) at (j, i): the lowering does it for a warp's registers."""
-        owner = self.info.mma_owners.get(symbol) if symbol is not None else None
-        if owner is not None and Level.WARPGROUP in owner.context.level_kinds:
-            self.hopper_rule(
-                "'mma.store.transp' stores a warp's accumulator (mma.sync in a 'group' scope); a warpgroup's "
-                "is stored as it is: 'mma.store ACC, DST;'",
-                operation.span,
-            )
-
 
 def on_warp(owner: MmaOwner | None) -> bool:
     """Whether an accumulator's MMAs run on warps (mma.sync) rather than warpgroups (WGMMA)."""
