@@ -1241,7 +1241,7 @@ template <bool EightBit> CHOREO_DEVICE unsigned wgmma_sparse_metadata(const unsi
 CHOREO_DEVICE float infinity() { return __int_as_float(0x7f800000); }
 
 // TileRows 16: a warp's accumulator (mma.sync), the same layout with one warp per 16-row tile.
-template <int N, int TileRows> CHOREO_DEVICE int fragment_row(int r) {
+template <int N, int TileRows = 64> CHOREO_DEVICE int fragment_row(int r) {
   const int rank = threadIdx.x % (TileRows * 2);
   return r / (N / 2) * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (r % 4 / 2);
 }
