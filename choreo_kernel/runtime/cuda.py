@@ -31,6 +31,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,14 @@ from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
     HostCheck,
+    HostLoop,
     HostPrint,
     HostScalar,
+    HostStore,
+    HostSync,
     KernelParameter,
     Launch,
+    Step,
 )
 from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
@@ -63,6 +68,7 @@ from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
 from choreo_kernel.runtime.cuda_include import include_options
 from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
+from choreo_kernel.runtime.host_steps import loop_indices, store_element
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
@@ -384,28 +390,10 @@ class CudaFunction:
                     host_arrays[symbol] = value
         for symbol in self.plan.dimensions:
             values[symbol] = bound.dims[symbol.name]
-        waits = unsynchronized = False
-        streams = LaunchStreams(cupy)
-        for step in self.plan.steps:
-            if isinstance(step, HostBuffer):
-                values[step.symbol] = self._allocate(cupy, step, values)
-            elif isinstance(step, HostScalar):
-                values[step.symbol] = self._evaluate(step.value, values)
-            elif isinstance(step, HostPrint):
-                if unsynchronized:  # what the kernels before it print comes first
-                    self._synchronize(cupy)
-                    unsynchronized = False
-                host_print(step, lambda expr: self._evaluate(expr, values))
-            elif isinstance(step, HostCheck):
-                if not self._evaluate(step.statement.condition, values):
-                    raise self._assertion(step.statement)
-            else:
-                self._launch(step, values, streams.before(step, values))
-                streams.after(step)
-                waits = waits or not step.is_async
-                unsynchronized = unsynchronized or not step.is_async
-        streams.join()
-        if waits or any(s in host_arrays for s in self.written):
+        progress = _Progress(LaunchStreams(cupy))
+        self._run(self.plan.steps, values, progress)
+        progress.streams.join()
+        if progress.waits or any(s in host_arrays for s in self.written):
             self._synchronize(cupy)
         for symbol in self.written:
             if symbol in host_arrays and _writes_back(symbol):
@@ -413,6 +401,42 @@ class CudaFunction:
         return self._result(values)
 
     # ------------------------------------------------------------------ host plan
+
+    def _run(self, steps: tuple[Step, ...], values: dict[Symbol, Any], progress: _Progress) -> None:
+        cupy = self.backend.cupy
+        for step in steps:
+            if isinstance(step, HostBuffer):
+                values[step.symbol] = self._allocate(cupy, step, values)
+            elif isinstance(step, HostScalar):
+                values[step.symbol] = self._evaluate(step.value, values)
+            elif isinstance(step, HostPrint):
+                self._settle(progress)  # what the kernels before it print comes first
+                host_print(step, lambda expr: self._evaluate(expr, values))
+            elif isinstance(step, HostCheck):
+                if not self._evaluate(step.statement.condition, values):
+                    raise self._assertion(step.statement)
+            elif isinstance(step, HostStore):
+                self._settle(progress)  # the host reads and writes what the kernels before it wrote
+                store_element(step.statement, lambda expr: self._evaluate(expr, values))
+            elif isinstance(step, HostSync):
+                self._settle(progress, everything=True)
+            elif isinstance(step, HostLoop):
+                for indices in loop_indices(step.statement, lambda expr: self._evaluate(expr, values)):
+                    values.update((s, i) for s, i in zip(step.variables, indices) if s is not None)
+                    self._run(step.body, values, progress)
+            else:
+                self._launch(step, values, progress.streams.before(step, values))
+                progress.streams.after(step)
+                progress.waits = progress.waits or not step.is_async
+                progress.unsynchronized = True
+
+    def _settle(self, progress: _Progress, everything: bool = False) -> None:
+        """Wait for the kernels launched so far (`everything`: the `.async` ones on other streams too)."""
+        if everything:
+            progress.streams.join()
+        if progress.unsynchronized:
+            self._synchronize(self.backend.cupy)
+            progress.unsynchronized = False
 
     def _lookup(self, values: dict[Symbol, Any]) -> Callable[[ast.Name], Any]:
         def lookup(name: ast.Name) -> Any:
@@ -656,6 +680,15 @@ class CudaFunction:
             if symbol in values:
                 return values[symbol]
         return self._evaluate(result, values)
+
+
+@dataclass
+class _Progress:
+    """Where a call's host plan stands: its streams, whether a launch still runs, whether one waits."""
+
+    streams: LaunchStreams
+    waits: bool = False
+    unsynchronized: bool = False
 
 
 class LaunchStreams:

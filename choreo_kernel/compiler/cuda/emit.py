@@ -23,8 +23,11 @@ from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
     HostCheck,
+    HostLoop,
     HostPrint,
     HostScalar,
+    HostStore,
+    HostSync,
     KernelParameter,
     Launch,
     LoweredProgram,
@@ -144,39 +147,62 @@ class FunctionLowering:
 
     def lower(self) -> tuple[FunctionPlan, str]:
         parameters = tuple(self._parameter(param) for param in self.function.params)
+        self.kernels: list[str] = []
+        self.result: ast.Expr | None = None
+        self.written: set[Symbol] = set()
+        steps = self._steps(self.function.body.body)
+        written_params = frozenset(s.name for s in self.written if s.origin == "param")
+        dimensions = tuple(s for s in self.host_order if s.origin == "dim")
+        plan = FunctionPlan(
+            self.function,
+            steps,
+            self.result,
+            written_params,
+            tuple(self.wait_sites),
+            parameters,
+            dimensions,
+        )
+        return plan, "\n\n".join(self.kernels)
+
+    # ------------------------------------------------------------------ host level
+
+    def _steps(self, statements: tuple[ast.Stmt, ...]) -> tuple[Step, ...]:
+        """The steps of host-level statements, in order: each outermost parallel a kernel launch."""
         steps: list[Step] = []
-        kernels: list[str] = []
-        result: ast.Expr | None = None
-        written: set[Symbol] = set()
-        for stmt in self.function.body.body:
+        for stmt in statements:
             if isinstance(stmt, ast.Parallel):
                 kernel = self.info.launches.structure.kernel_at(stmt)
                 if kernel is None:
                     raise LoweringError("a 'cluster' level stands around one block-level parallel", stmt)
                 launch, text, wrote = self._kernel(kernel)
                 steps.append(launch)
-                kernels.append(text)
-                written |= wrote
+                self.kernels.append(text)
+                self.written |= wrote
             elif isinstance(stmt, ast.Return):
-                result = stmt.value
+                self.result = stmt.value
+            elif isinstance(stmt, ast.Block):
+                steps.extend(self._steps(stmt.body))
+            elif isinstance(stmt, ast.Foreach):
+                steps.append(self._host_loop(stmt))
             else:
                 step = self._host_statement(stmt)
                 if step is not None:
                     steps.append(step)
-        written_params = frozenset(s.name for s in written if s.origin == "param")
-        dimensions = tuple(s for s in self.host_order if s.origin == "dim")
-        plan = FunctionPlan(
-            self.function,
-            tuple(steps),
-            result,
-            written_params,
-            tuple(self.wait_sites),
-            parameters,
-            dimensions,
-        )
-        return plan, "\n\n".join(kernels)
+        return tuple(steps)
 
-    # ------------------------------------------------------------------ host level
+    def _host_loop(self, stmt: ast.Foreach) -> HostLoop:
+        """A host-level `foreach`: its variables are host scalars, so a kernel inside it takes the
+        iteration's index as an argument (one launch per iteration)."""
+        if stmt.variables.group is not None:
+            raise LoweringError(
+                "at host level the CUDA backend loops over named variables, not a tuple of them", stmt
+            )
+        variables = tuple(self.expressions.declared(stmt, name.id) for name in stmt.variables.names)
+        for symbol in variables:
+            if symbol is not None:
+                self._host(symbol, Operand(cexpr.name(self.names.source(symbol.name)), "s32"))
+        body = stmt.body.body if isinstance(stmt.body, ast.Block) else (stmt.body,)
+        return HostLoop(stmt, variables, self._steps(body))
 
     def _parameter(self, param: ast.Param) -> Symbol:
         symbol = self._symbol_named(param.name, param)
@@ -223,6 +249,13 @@ class FunctionLowering:
             return None
         if isinstance(stmt, ast.Print):
             return None if stmt.compile_time else HostPrint(stmt, self.info.print_formats[id(stmt)])
+        if isinstance(stmt, ast.Sync) and stmt.kind == "global":
+            return HostSync(stmt)
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Method) and stmt.target.name == "at":
+            array = self.info.symbol_of.get(id(stmt.target.value))
+            if array is not None:
+                self.written.add(array)  # the host writes it: a parameter passed by reference goes back
+            return HostStore(stmt)
         if isinstance(stmt, ast.Assert):
             known = self.info.value_of.get(id(stmt.condition))
             return None if isinstance(known, Scalar) and known.const else HostCheck(stmt)
@@ -249,8 +282,8 @@ class FunctionLowering:
         if update is not None:
             return self._host_value(update)
         raise LoweringError(
-            "at host level (outside every parallel) the CUDA backend runs declarations, parallel blocks and "
-            "'return'; move this statement into a parallel",
+            "at host level (outside every parallel) the CUDA backend runs declarations, 'foreach' loops, element "
+            "writes, 'sync.global', parallel blocks and 'return'; move this statement into a parallel",
             stmt,
         )
 

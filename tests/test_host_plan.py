@@ -1,0 +1,83 @@
+"""Host-level control flow in the CUDA host plan, read without a GPU: a `foreach` at host level is a
+loop of steps whose kernels take the index as an argument, `device(cpu)` code is element writes on the
+host, `sync.global` a wait; the host's element writes give what the sim gives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import choreo_kernel as ck
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.cuda.plan import HostLoop, HostStore, HostSync, Launch, Step
+from choreo_kernel.compiler.driver import analyze
+from choreo_kernel.compiler.semantics.evaluate import evaluate
+from choreo_kernel.runtime.host_steps import loop_indices, store_element
+
+SOURCE = """
+__co__ void phases(f32 [8] &a, f32 [8] &b) {
+  parallel.async by 1 : device(cpu) {
+    foreach i in [8]
+      a.at(i) = a.at(i) * 2.0f + 1.0f;
+  }
+  parallel.async by 1 : device(gpu) {
+    foreach r in 2 {
+      parallel t by 4 : block
+        b.at(r * 4 + t) = b.at(r * 4 + t) + a.at(0);
+    }
+  }
+  sync.global;
+}
+"""
+
+
+def _kinds(steps: tuple[Step, ...]) -> list[object]:
+    return [
+        (type(step).__name__, _kinds(step.body)) if isinstance(step, HostLoop) else type(step).__name__
+        for step in steps
+    ]
+
+
+def test_device_parts_and_host_loops_are_steps_in_program_order() -> None:
+    analysis = analyze(SOURCE, target="cuda")
+    assert not [d for d in analysis.diagnostics if d.severity == "error"]
+    assert analysis.lowered is not None
+    plan = analysis.lowered.plans["phases"]
+    assert _kinds(plan.steps) == [("HostLoop", ["HostStore"]), ("HostLoop", ["Launch"]), "HostSync"]
+    assert plan.written == {"a", "b"}  # the host writes a, the kernel b: both go back to the caller
+
+
+def test_a_kernel_inside_a_host_loop_takes_the_index_as_an_argument() -> None:
+    analysis = analyze(SOURCE, target="cuda")
+    assert analysis.lowered is not None
+    (launch,) = analysis.lowered.plans["phases"].launches
+    assert isinstance(launch, Launch)
+    assert [p.name for p in launch.parameters if p.kind == "scalar"] == ["r"]
+
+
+def test_the_hosts_element_writes_give_what_the_sim_gives() -> None:
+    analysis = analyze(SOURCE, target="cuda")
+    assert analysis.lowered is not None
+    loop = analysis.lowered.plans["phases"].steps[0]
+    assert isinstance(loop, HostLoop)
+    (store,) = loop.body
+    assert isinstance(store, HostStore)
+    info = analysis.functions["phases"]
+    a = np.linspace(-1, 1, 8, dtype=np.float32)
+    values: dict[object, object] = {}
+
+    def lookup(name: ast.Name) -> object:
+        symbol = info.symbol_of[id(name)]
+        return a if symbol.name == "a" else values[symbol]
+
+    for (index,) in loop_indices(loop.statement, lambda e: evaluate(e, lookup)):
+        values[loop.variables[0]] = index
+        store_element(store.statement, lambda e: evaluate(e, lookup))
+    on_sim = np.linspace(-1, 1, 8, dtype=np.float32)
+    ck.compile(SOURCE, target="sim").phases(on_sim, np.zeros(8, np.float32))
+    np.testing.assert_array_equal(a, on_sim)
+
+
+def test_sync_global_is_a_wait_of_the_host() -> None:
+    analysis = analyze(SOURCE, target="cuda")
+    assert analysis.lowered is not None
+    assert isinstance(analysis.lowered.plans["phases"].steps[-1], HostSync)
