@@ -8,7 +8,16 @@ import numpy as np
 
 import choreo_kernel as ck
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.cuda.plan import HostLoop, HostStore, HostSync, Launch, Step
+from choreo_kernel.compiler.cuda.plan import (
+    HostIf,
+    HostLoop,
+    HostPrint,
+    HostScalar,
+    HostStore,
+    HostSync,
+    Launch,
+    Step,
+)
 from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.compiler.semantics.evaluate import evaluate
 from choreo_kernel.runtime.host_steps import loop_indices, store_element
@@ -81,3 +90,37 @@ def test_sync_global_is_a_wait_of_the_host() -> None:
     analysis = analyze(SOURCE, target="cuda")
     assert analysis.lowered is not None
     assert isinstance(analysis.lowered.plans["phases"].steps[-1], HostSync)
+
+
+BRANCHES = """
+__co__ void pick(s32 [8] &out, s32 mode, s32 [2, 3] lhs) {
+  ituple<3> b = {1, mode, 3};
+  with idx in [b] {
+    println(111, idx);
+    if (mode > 2) {
+      parallel t by 8 : block
+        out.at(t) = mode;
+    } else {
+      parallel t by 8 : block
+        out.at(t) = 0;
+    }
+  }
+}
+"""
+
+
+def test_a_host_if_holds_the_steps_of_each_branch_and_a_with_its_zeros() -> None:
+    analysis = analyze(BRANCHES, target="cuda")
+    assert not [d for d in analysis.diagnostics if d.severity == "error"]
+    assert analysis.lowered is not None
+    plan = analysis.lowered.plans["pick"]
+    with_value, printed, branch = plan.steps
+    assert isinstance(with_value, HostScalar) and with_value.symbol.name == "idx"
+    assert evaluate(with_value.value, lambda name: None) == (0, 0, 0)  # printed as {0, 0, 0}, as on the sim
+    assert isinstance(printed, HostPrint)
+    assert isinstance(branch, HostIf)
+    assert [len(branch.then), len(branch.otherwise)] == [1, 1]
+    (then,), (otherwise,) = branch.then, branch.otherwise
+    assert isinstance(then, Launch) and isinstance(otherwise, Launch)
+    assert [then.kernel, otherwise.kernel] == ["pick_kernel", "pick_kernel_2"]  # in source order
+    assert len(plan.launches) == 2

@@ -46,6 +46,7 @@ from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
     HostCheck,
+    HostIf,
     HostLoop,
     HostPrint,
     HostScalar,
@@ -420,6 +421,10 @@ class CudaFunction:
                 store_element(step.statement, lambda expr: self._evaluate(expr, values))
             elif isinstance(step, HostSync):
                 self._settle(progress, everything=True)
+            elif isinstance(step, HostIf):
+                self._settle(progress)
+                taken = self._evaluate(step.statement.condition, values)
+                self._run(step.then if taken else step.otherwise, values, progress)
             elif isinstance(step, HostLoop):
                 for indices in loop_indices(step.statement, lambda expr: self._evaluate(expr, values)):
                     values.update((s, i) for s, i in zip(step.variables, indices) if s is not None)

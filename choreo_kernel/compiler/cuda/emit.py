@@ -23,6 +23,7 @@ from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
     HostCheck,
+    HostIf,
     HostLoop,
     HostPrint,
     HostScalar,
@@ -37,6 +38,7 @@ from choreo_kernel.compiler.cuda.plan import (
 from choreo_kernel.compiler.cuda.statements import KernelEmitter, names_in
 from choreo_kernel.compiler.cuda.views import (
     BufferSlots,
+    IndexTuple,
     Lowered,
     LoweringError,
     Operand,
@@ -184,11 +186,40 @@ class FunctionLowering:
                 steps.extend(self._steps(stmt.body))
             elif isinstance(stmt, ast.Foreach):
                 steps.append(self._host_loop(stmt))
+            elif isinstance(stmt, ast.With):
+                steps.extend(self._host_with(stmt))
+            elif isinstance(stmt, ast.If):
+                then = self._steps(_statements(stmt.then))  # its kernels first, as in the source
+                otherwise = self._steps(_statements(stmt.otherwise)) if stmt.otherwise is not None else ()
+                steps.append(HostIf(stmt, then, otherwise))
             else:
                 step = self._host_statement(stmt)
                 if step is not None:
                     steps.append(step)
         return tuple(steps)
+
+    def _host_with(self, stmt: ast.With) -> list[Step]:
+        """A host-level `with`: outside a foreach over it a with-variable is 0, so each element is the
+        host scalar 0 and its ituple the zeros (for the host's prints and the kernels inside it)."""
+        steps: list[Step] = []
+        for binding in stmt.bindings:
+            variables = binding.variables
+            counts = self.expressions.counts(binding.extent)
+            anonymous = id(variables) in self.info.anonymous_tuples
+            names = [] if anonymous else [name.id for name in variables.names[: len(counts)]]
+            elements = [Operand(cexpr.const(0), "s32", count) for count in counts]
+            zero = ast.IntLiteral(binding.span, 0)
+            for name, element in zip(names, elements):
+                symbol = self.expressions.declared(stmt, name)
+                if symbol is not None:
+                    self._host(symbol, element)
+                    steps.append(HostScalar(symbol, "s32", zero))
+            group = variables.names[0].id if anonymous else variables.group.id if variables.group else None
+            symbol = self.expressions.declared(stmt, group) if group is not None else None
+            if symbol is not None:
+                self._host(symbol, IndexTuple(tuple(elements)))
+                steps.append(HostScalar(symbol, "s32", ast.TupleLiteral(binding.span, (zero,) * len(counts))))
+        return [*steps, *self._steps(_statements(stmt.body))]
 
     def _host_loop(self, stmt: ast.Foreach) -> HostLoop:
         """A host-level `foreach`: its variables are host scalars, so a kernel inside it takes the
@@ -201,8 +232,7 @@ class FunctionLowering:
         for symbol in variables:
             if symbol is not None:
                 self._host(symbol, Operand(cexpr.name(self.names.source(symbol.name)), "s32"))
-        body = stmt.body.body if isinstance(stmt.body, ast.Block) else (stmt.body,)
-        return HostLoop(stmt, variables, self._steps(body))
+        return HostLoop(stmt, variables, self._steps(_statements(stmt.body)))
 
     def _parameter(self, param: ast.Param) -> Symbol:
         symbol = self._symbol_named(param.name, param)
@@ -282,8 +312,8 @@ class FunctionLowering:
         if update is not None:
             return self._host_value(update)
         raise LoweringError(
-            "at host level (outside every parallel) the CUDA backend runs declarations, 'foreach' loops, element "
-            "writes, 'sync.global', parallel blocks and 'return'; move this statement into a parallel",
+            "at host level (outside every parallel) the CUDA backend runs declarations, 'foreach', 'with' and 'if', "
+            "element writes, 'sync.global', parallel blocks and 'return'; move this statement into a parallel",
             stmt,
         )
 
@@ -575,6 +605,10 @@ def kernel_limits(stmt: ast.Parallel, threads: int, specialized: bool) -> str:
 
 def _is_placeholder(expr: ast.Expr) -> bool:
     return isinstance(expr, ast.Name) and expr.id == "_"
+
+
+def _statements(body: ast.Stmt) -> tuple[ast.Stmt, ...]:
+    return body.body if isinstance(body, ast.Block) else (body,)
 
 
 def _names_in_expr(expr: ast.Expr) -> list[ast.Name]:

@@ -149,7 +149,17 @@ class HostLoop:
     body: tuple[Step, ...]
 
 
-Step = HostBuffer | HostScalar | Launch | HostPrint | HostCheck | HostStore | HostSync | HostLoop
+@dataclass(frozen=True)
+class HostIf:
+    """`if` at host level: the host evaluates the condition (after the kernels launched before it, whose
+    results it may read) and runs the steps of one branch."""
+
+    statement: ast.If
+    then: tuple[Step, ...]
+    otherwise: tuple[Step, ...]
+
+
+Step = HostBuffer | HostScalar | Launch | HostPrint | HostCheck | HostStore | HostSync | HostLoop | HostIf
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,8 @@ def _launches(steps: tuple[Step, ...]) -> list[Launch]:
             found.append(step)
         elif isinstance(step, HostLoop):
             found.extend(_launches(step.body))
+        elif isinstance(step, HostIf):
+            found.extend(_launches(step.then) + _launches(step.otherwise))
     return found
 
 
