@@ -575,8 +575,6 @@ DEBUG_RTTI = Program(
             lambda lhs, x: Printed(frozenset({"111{0, 0, 0}", "222{0, 0, 0}"})),
         )
     ],
-    pending=NOT_YET_COMPILED,
-    pending_on_sim=False,
 )
 
 PROGRAMS: list[Program] = [

@@ -124,3 +124,18 @@ def test_a_host_if_holds_the_steps_of_each_branch_and_a_with_its_zeros() -> None
     assert isinstance(then, Launch) and isinstance(otherwise, Launch)
     assert [then.kernel, otherwise.kernel] == ["pick_kernel", "pick_kernel_2"]  # in source order
     assert len(plan.launches) == 2
+
+
+def test_host_element_access_to_an_array_kept_as_bits_is_a_located_error() -> None:
+    source = """
+__co__ void twice(bf16 [4] &x, f32 [4] &y) {
+  foreach i in [4] {
+    y.at(i) = y.at(i) * 2.0f;
+    x.at(i) = x.at(i) * 2.0f;
+  }
+}
+"""
+    analysis = analyze(source, target="cuda")
+    errors = [d for d in analysis.diagnostics if d.severity == "error"]
+    assert [(d.line, d.column) for d in errors] == [(5, 5)], errors
+    assert "'x' holds bf16" in errors[0].message

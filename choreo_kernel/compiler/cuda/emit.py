@@ -189,6 +189,7 @@ class FunctionLowering:
             elif isinstance(stmt, ast.With):
                 steps.extend(self._host_with(stmt))
             elif isinstance(stmt, ast.If):
+                self._host_elements(stmt.condition)
                 then = self._steps(_statements(stmt.then))  # its kernels first, as in the source
                 otherwise = self._steps(_statements(stmt.otherwise)) if stmt.otherwise is not None else ()
                 steps.append(HostIf(stmt, then, otherwise))
@@ -197,6 +198,22 @@ class FunctionLowering:
                 if step is not None:
                     steps.append(step)
         return tuple(steps)
+
+    def _host_elements(self, *exprs: ast.Expr) -> None:
+        """The host reads and writes elements of arrays whose elements NumPy holds as numbers; a narrow
+        type lies on the device as its bits, which the host would misread."""
+        for expr in exprs:
+            for node in ast.walk_expr(expr):
+                if not (isinstance(node, ast.Method) and node.name == "at"):
+                    continue
+                symbol = self.info.symbol_of.get(id(node.value))
+                view = self.bindings.get(symbol) if symbol is not None else None
+                if isinstance(view, View) and view.elem in elements.STORED_AS_BITS:
+                    raise LoweringError(
+                        f"at host level the CUDA backend reads and writes elements of 8- to 64-bit integer, f32 and f64 "
+                        f"arrays; '{printer.expression(node.value)}' holds {view.elem}: move this into a parallel",
+                        node,
+                    )
 
     def _host_with(self, stmt: ast.With) -> list[Step]:
         """A host-level `with`: outside a foreach over it a with-variable is 0, so each element is the
@@ -282,6 +299,7 @@ class FunctionLowering:
         if isinstance(stmt, ast.Sync) and stmt.kind == "global":
             return HostSync(stmt)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Method) and stmt.target.name == "at":
+            self._host_elements(stmt.target, stmt.value)
             array = self.info.symbol_of.get(id(stmt.target.value))
             if array is not None:
                 self.written.add(array)  # the host writes it: a parameter passed by reference goes back
@@ -310,6 +328,7 @@ class FunctionLowering:
             return None
         update = host_update(stmt, self.info)
         if update is not None:
+            self._host_elements(update.value)
             return self._host_value(update)
         raise LoweringError(
             "at host level (outside every parallel) the CUDA backend runs declarations, 'foreach', 'with' and 'if', "
