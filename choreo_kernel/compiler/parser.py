@@ -161,6 +161,10 @@ class _TypeWord(str):
 class _AstBuilder(SignatureRules):
     """Builds AST nodes from the parse tree, one method per grammar rule or alias."""
 
+    def __init__(self, source_map: SourceMap, sink: DiagnosticSink) -> None:
+        super().__init__(source_map, sink)
+        self.device_parallels: list[tuple[Span, str]] = []  # each device(...) parallel built so far
+
     # ------------------------------------------------------------- functions
 
     def function(self, meta: Any, children: list[Any]) -> ast.Function:
@@ -299,6 +303,20 @@ class _AstBuilder(SignatureRules):
     def parallel(self, meta: Any, children: list[Any]) -> ast.Parallel:
         keyword, stream, *clauses, body = children
         body = _as_statement(body, self._span(meta))
+        span = self._span(meta)
+        for inner, target in self.device_parallels:  # the children are built: any inside lie in `span`
+            if (span.line, span.column) < (inner.line, inner.column) and (
+                inner.end_line,
+                inner.end_column,
+            ) <= (
+                span.end_line,
+                span.end_column,
+            ):
+                self.sink.error(
+                    f"a device({target}) parallel places work on the host or the GPU: expected it at host "
+                    "level (outside every parallel)",
+                    inner,
+                )
         return ast.Parallel(
             self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream
         )
@@ -321,6 +339,7 @@ class _AstBuilder(SignatureRules):
                 "say how many run)",
                 count.span,
             )
+        self.device_parallels.append((self._span(meta), str(target)))
         statement = _as_statement(body, self._span(meta))
         return list(statement.body) if isinstance(statement, ast.Block) else [statement]
 
