@@ -34,3 +34,8 @@ def store_element(assign: ast.Assign, evaluate: Evaluate) -> None:
     array = evaluate(target.value)
     index = tuple(int(evaluate(arg)) for arg in target.args)
     array[index] = evaluate(value)
+
+
+def reads_elements(expr: ast.Expr) -> bool:
+    """Whether `expr` reads an element of an array (which the kernels before it may write)."""
+    return any(isinstance(node, ast.Method) and node.name == "at" for node in ast.walk_expr(expr))
