@@ -31,6 +31,7 @@ from choreo_kernel.compiler.syntax_errors import MAX_NESTING, describe_syntax_er
 
 # `int x` and `bool b` declare immutable scalars; an element type name (`s32 x`, `f32 v`) declares one
 # that may be re-assigned, as Croqtile's grammar has it (its fundamental types are mutable).
+DEVICE_TARGETS = ("cpu", "gpu")  # where `parallel ... : device(...)` places its body
 IMMUTABLE_SCALAR_TYPES = frozenset({"int", "bool"})
 TYPE_ALIASES = {
     "int": "s32",
@@ -159,6 +160,10 @@ class _TypeWord(str):
 @v_args(meta=True)
 class _AstBuilder(SignatureRules):
     """Builds AST nodes from the parse tree, one method per grammar rule or alias."""
+
+    def __init__(self, source_map: SourceMap, sink: DiagnosticSink) -> None:
+        super().__init__(source_map, sink)
+        self.device_parallels: list[tuple[Span, str]] = []  # each device(...) parallel built so far
 
     # ------------------------------------------------------------- functions
 
@@ -298,9 +303,45 @@ class _AstBuilder(SignatureRules):
     def parallel(self, meta: Any, children: list[Any]) -> ast.Parallel:
         keyword, stream, *clauses, body = children
         body = _as_statement(body, self._span(meta))
+        span = self._span(meta)
+        for inner, target in self.device_parallels:  # the children are built: any inside lie in `span`
+            if (span.line, span.column) < (inner.line, inner.column) and (
+                inner.end_line,
+                inner.end_column,
+            ) <= (
+                span.end_line,
+                span.end_column,
+            ):
+                self.sink.error(
+                    f"a device({target}) parallel places work on the host or the GPU: expected it at host "
+                    "level (outside every parallel)",
+                    inner,
+                )
         return ast.Parallel(
             self._span(meta), str(keyword).endswith(".async"), tuple(clauses), body, stream=stream
         )
+
+    def device_parallel(self, meta: Any, children: list[Any]) -> list[ast.Stmt]:
+        """`parallel[.async] by 1 : device(cpu|gpu) { ... }`: Croqtile's heterogeneous target places the
+        body on the host (`cpu`: host-level code) or on the GPU (`gpu`: its block-level parallels are
+        the kernels). Both run the body once where it stands, in order, so the body takes the place of
+        the statement: one semantics for the sim and CUDA (an `.async` one is done by the next
+        `sync.global`, and running it there already is one of the orders the program allows)."""
+        _, count, _, target, body = children
+        if str(target) not in DEVICE_TARGETS:
+            self.sink.error(
+                f"unknown device target '{target}': expected device(cpu) or device(gpu)",
+                self._token_span(target),
+            )
+        if not (isinstance(count, ast.IntLiteral) and count.value == 1):
+            self.sink.error(
+                f"a device({target}) parallel runs its body once: expected 'by 1' (the parallels inside it "
+                "say how many run)",
+                count.span,
+            )
+        self.device_parallels.append((self._span(meta), str(target)))
+        statement = _as_statement(body, self._span(meta))
+        return list(statement.body) if isinstance(statement, ast.Block) else [statement]
 
     def parallel_clause(self, meta: Any, children: list[Any]) -> ast.ParallelClause:
         variables, count, level, qualifier = children

@@ -45,10 +45,15 @@ from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
     HostCheck,
+    HostIf,
+    HostLoop,
     HostPrint,
     HostScalar,
+    HostStore,
+    HostSync,
     KernelParameter,
     Launch,
+    Step,
 )
 from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
 from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
@@ -63,6 +68,8 @@ from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
 from choreo_kernel.runtime.cuda_include import include_options
 from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
+from choreo_kernel.runtime.host_steps import loop_indices, reads_elements, store_element
+from choreo_kernel.runtime.launch_streams import LaunchStreams, Progress
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
 from choreo_kernel.runtime.tensormap import encode_tiled
@@ -384,28 +391,10 @@ class CudaFunction:
                     host_arrays[symbol] = value
         for symbol in self.plan.dimensions:
             values[symbol] = bound.dims[symbol.name]
-        waits = unsynchronized = False
-        streams = LaunchStreams(cupy)
-        for step in self.plan.steps:
-            if isinstance(step, HostBuffer):
-                values[step.symbol] = self._allocate(cupy, step, values)
-            elif isinstance(step, HostScalar):
-                values[step.symbol] = self._evaluate(step.value, values)
-            elif isinstance(step, HostPrint):
-                if unsynchronized:  # what the kernels before it print comes first
-                    self._synchronize(cupy)
-                    unsynchronized = False
-                host_print(step, lambda expr: self._evaluate(expr, values))
-            elif isinstance(step, HostCheck):
-                if not self._evaluate(step.statement.condition, values):
-                    raise self._assertion(step.statement)
-            else:
-                self._launch(step, values, streams.before(step, values))
-                streams.after(step)
-                waits = waits or not step.is_async
-                unsynchronized = unsynchronized or not step.is_async
-        streams.join()
-        if waits or any(s in host_arrays for s in self.written):
+        progress = Progress(LaunchStreams(cupy))
+        self._run(self.plan.steps, values, progress)
+        progress.streams.join()
+        if progress.waits or any(s in host_arrays for s in self.written):
             self._synchronize(cupy)
         for symbol in self.written:
             if symbol in host_arrays and _writes_back(symbol):
@@ -413,6 +402,52 @@ class CudaFunction:
         return self._result(values)
 
     # ------------------------------------------------------------------ host plan
+
+    def _run(self, steps: tuple[Step, ...], values: dict[Symbol, Any], progress: Progress) -> None:
+        cupy = self.backend.cupy
+        for step in steps:
+            if isinstance(step, HostBuffer):
+                values[step.symbol] = self._allocate(cupy, step, values)
+            elif isinstance(step, HostScalar):
+                if reads_elements(step.value):
+                    self._settle(progress)
+                values[step.symbol] = self._evaluate(step.value, values)
+            elif isinstance(step, HostPrint):
+                if progress.unsynchronized:  # what the kernels before it print comes first
+                    self._synchronize(cupy)
+                    progress.unsynchronized = False
+                host_print(step, lambda expr: self._evaluate(expr, values))
+            elif isinstance(step, HostCheck):
+                if not self._evaluate(step.statement.condition, values):
+                    raise self._assertion(step.statement)
+            elif isinstance(step, HostStore):
+                self._settle(progress)  # the host reads and writes what the kernels before it wrote
+                store_element(step.statement, lambda expr: self._evaluate(expr, values))
+            elif isinstance(step, HostSync):
+                self._settle(progress)
+            elif isinstance(step, HostIf):
+                if reads_elements(step.statement.condition):
+                    self._settle(progress)
+                taken = self._evaluate(step.statement.condition, values)
+                self._run(step.then if taken else step.otherwise, values, progress)
+            elif isinstance(step, HostLoop):
+                for indices in loop_indices(step.statement, lambda expr: self._evaluate(expr, values)):
+                    values.update((s, i) for s, i in zip(step.variables, indices) if s is not None)
+                    self._run(step.body, values, progress)
+            else:
+                self._launch(step, values, progress.streams.before(step, values))
+                progress.streams.after(step)
+                progress.waits = progress.waits or not step.is_async
+                progress.unsynchronized = progress.unsynchronized or not step.is_async
+                progress.running = True
+
+    def _settle(self, progress: Progress) -> None:
+        """Wait, within the host's time limit, for every kernel launched so far (the `.async` ones and
+        those on other streams too): the host reads and writes what they wrote."""
+        if progress.running:
+            progress.streams.join()
+            self._synchronize(self.backend.cupy)
+        progress.running = progress.unsynchronized = False
 
     def _lookup(self, values: dict[Symbol, Any]) -> Callable[[ast.Name], Any]:
         def lookup(name: ast.Name) -> Any:
@@ -659,51 +694,6 @@ class CudaFunction:
             if symbol in values:
                 return values[symbol]
         return self._evaluate(result, values)
-
-
-class LaunchStreams:
-    """The streams of one call's launches, ordered as the program is: a launch on a `parallel<s>` stream
-    starts after everything before it on the current stream (the arguments' copies, earlier launches), a
-    non-async launch is waited for by whatever follows it, and at the end the current stream waits for
-    every stream used, so the returned arrays are ordered on it. Async launches on different streams
-    may overlap, as `parallel.async` says; the sim runs them in order, which is one of the orders they
-    may take."""
-
-    def __init__(self, cupy: Any) -> None:
-        self.cupy = cupy
-        self.current = cupy.cuda.get_current_stream()
-        self.last = self.current
-        self.used: list[Any] = []
-
-    def before(self, launch: Launch, values: dict[Symbol, Any]) -> Any:
-        """The stream `launch` goes on, made to wait for the work before it."""
-        stream = self.current
-        if launch.stream is not None:
-            stream = _cuda_stream(self.cupy, values.get(launch.stream))
-        if stream.ptr != self.current.ptr:
-            stream.wait_event(self.current.record())
-            self.used.append(stream)
-        self.last = stream
-        return stream
-
-    def after(self, launch: Launch) -> None:
-        """A non-async launch on another stream: what follows (on the current stream) waits for it."""
-        if not launch.is_async and self.last.ptr != self.current.ptr:
-            self.current.wait_event(self.last.record())
-
-    def join(self) -> None:
-        for stream in self.used:
-            self.current.wait_event(stream.record())
-
-
-def _cuda_stream(cupy: Any, value: Any) -> Any:
-    """A `stream` argument as a CuPy stream: the current one for None, a CuPy stream as it is, a raw handle
-    wrapped."""
-    if value is None:
-        return cupy.cuda.get_current_stream()
-    if isinstance(value, int):
-        return cupy.cuda.ExternalStream(value)
-    return value
 
 
 # ---------------------------------------------------------------------------- marshalling

@@ -23,8 +23,12 @@ from choreo_kernel.compiler.cuda.plan import (
     FunctionPlan,
     HostBuffer,
     HostCheck,
+    HostIf,
+    HostLoop,
     HostPrint,
     HostScalar,
+    HostStore,
+    HostSync,
     KernelParameter,
     Launch,
     LoweredProgram,
@@ -34,6 +38,7 @@ from choreo_kernel.compiler.cuda.plan import (
 from choreo_kernel.compiler.cuda.statements import KernelEmitter, names_in
 from choreo_kernel.compiler.cuda.views import (
     BufferSlots,
+    IndexTuple,
     Lowered,
     LoweringError,
     Operand,
@@ -144,39 +149,107 @@ class FunctionLowering:
 
     def lower(self) -> tuple[FunctionPlan, str]:
         parameters = tuple(self._parameter(param) for param in self.function.params)
+        self.kernels: list[str] = []
+        self.result: ast.Expr | None = None
+        self.written: set[Symbol] = set()
+        steps = self._steps(self.function.body.body)
+        written_params = frozenset(s.name for s in self.written if s.origin == "param")
+        dimensions = tuple(s for s in self.host_order if s.origin == "dim")
+        plan = FunctionPlan(
+            self.function,
+            steps,
+            self.result,
+            written_params,
+            tuple(self.wait_sites),
+            parameters,
+            dimensions,
+        )
+        return plan, "\n\n".join(self.kernels)
+
+    # ------------------------------------------------------------------ host level
+
+    def _steps(self, statements: tuple[ast.Stmt, ...]) -> tuple[Step, ...]:
+        """The steps of host-level statements, in order: each outermost parallel a kernel launch."""
         steps: list[Step] = []
-        kernels: list[str] = []
-        result: ast.Expr | None = None
-        written: set[Symbol] = set()
-        for stmt in self.function.body.body:
+        for stmt in statements:
             if isinstance(stmt, ast.Parallel):
                 kernel = self.info.launches.structure.kernel_at(stmt)
                 if kernel is None:
                     raise LoweringError("a 'cluster' level stands around one block-level parallel", stmt)
                 launch, text, wrote = self._kernel(kernel)
                 steps.append(launch)
-                kernels.append(text)
-                written |= wrote
+                self.kernels.append(text)
+                self.written |= wrote
             elif isinstance(stmt, ast.Return):
-                result = stmt.value
+                self.result = stmt.value
+            elif isinstance(stmt, ast.Block):
+                steps.extend(self._steps(stmt.body))
+            elif isinstance(stmt, ast.Foreach):
+                steps.append(self._host_loop(stmt))
+            elif isinstance(stmt, ast.With):
+                steps.extend(self._host_with(stmt))
+            elif isinstance(stmt, ast.If):
+                self._host_elements(stmt.condition)
+                then = self._steps(_statements(stmt.then))  # its kernels first, as in the source
+                otherwise = self._steps(_statements(stmt.otherwise)) if stmt.otherwise is not None else ()
+                steps.append(HostIf(stmt, then, otherwise))
             else:
                 step = self._host_statement(stmt)
                 if step is not None:
                     steps.append(step)
-        written_params = frozenset(s.name for s in written if s.origin == "param")
-        dimensions = tuple(s for s in self.host_order if s.origin == "dim")
-        plan = FunctionPlan(
-            self.function,
-            tuple(steps),
-            result,
-            written_params,
-            tuple(self.wait_sites),
-            parameters,
-            dimensions,
-        )
-        return plan, "\n\n".join(kernels)
+        return tuple(steps)
 
-    # ------------------------------------------------------------------ host level
+    def _host_elements(self, *exprs: ast.Expr) -> None:
+        """The host reads and writes elements of arrays whose elements NumPy holds as numbers; a narrow
+        type lies on the device as its bits, which the host would misread."""
+        for expr in exprs:
+            for node in ast.walk_expr(expr):
+                if not (isinstance(node, ast.Method) and node.name == "at"):
+                    continue
+                symbol = self.info.symbol_of.get(id(node.value))
+                view = self.bindings.get(symbol) if symbol is not None else None
+                if isinstance(view, View) and view.elem in elements.STORED_AS_BITS:
+                    raise LoweringError(
+                        f"at host level the CUDA backend reads and writes elements of 8- to 64-bit integer, f32 and f64 "
+                        f"arrays; '{printer.expression(node.value)}' holds {view.elem}: move this into a parallel",
+                        node,
+                    )
+
+    def _host_with(self, stmt: ast.With) -> list[Step]:
+        """A host-level `with`: outside a foreach over it a with-variable is 0, so each element is the
+        host scalar 0 and its ituple the zeros (for the host's prints and the kernels inside it)."""
+        steps: list[Step] = []
+        for binding in stmt.bindings:
+            variables = binding.variables
+            counts = self.expressions.counts(binding.extent)
+            anonymous = id(variables) in self.info.anonymous_tuples
+            names = [] if anonymous else [name.id for name in variables.names[: len(counts)]]
+            elements = [Operand(cexpr.const(0), "s32", count) for count in counts]
+            zero = ast.IntLiteral(binding.span, 0)
+            for name, element in zip(names, elements):
+                symbol = self.expressions.declared(stmt, name)
+                if symbol is not None:
+                    self._host(symbol, element)
+                    steps.append(HostScalar(symbol, "s32", zero))
+            group = variables.names[0].id if anonymous else variables.group.id if variables.group else None
+            symbol = self.expressions.declared(stmt, group) if group is not None else None
+            if symbol is not None:
+                self._host(symbol, IndexTuple(tuple(elements)))
+                steps.append(HostScalar(symbol, "s32", ast.TupleLiteral(binding.span, (zero,) * len(counts))))
+        return [*steps, *self._steps(_statements(stmt.body))]
+
+    def _host_loop(self, stmt: ast.Foreach) -> HostLoop:
+        """A host-level `foreach`: its variables are host scalars, so a kernel inside it takes the
+        iteration's index as an argument (one launch per iteration)."""
+        if stmt.variables.group is not None:
+            raise LoweringError(
+                "at host level the CUDA backend loops over named variables, not a tuple of them", stmt
+            )
+        variables = tuple(self.expressions.declared(stmt, name.id) for name in stmt.variables.names)
+        for symbol in variables:
+            if symbol is not None:
+                self._host(symbol, Operand(cexpr.name(self.names.source(symbol.name)), "s32"))
+        return HostLoop(stmt, variables, self._steps(_statements(stmt.body)))
 
     def _parameter(self, param: ast.Param) -> Symbol:
         symbol = self._symbol_named(param.name, param)
@@ -223,6 +296,14 @@ class FunctionLowering:
             return None
         if isinstance(stmt, ast.Print):
             return None if stmt.compile_time else HostPrint(stmt, self.info.print_formats[id(stmt)])
+        if isinstance(stmt, ast.Sync) and stmt.kind == "global":
+            return HostSync(stmt)
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Method) and stmt.target.name == "at":
+            self._host_elements(stmt.target, stmt.value)
+            array = self.info.symbol_of.get(id(stmt.target.value))
+            if array is not None:
+                self.written.add(array)  # the host writes it: a parameter passed by reference goes back
+            return HostStore(stmt)
         if isinstance(stmt, ast.Assert):
             known = self.info.value_of.get(id(stmt.condition))
             return None if isinstance(known, Scalar) and known.const else HostCheck(stmt)
@@ -247,10 +328,11 @@ class FunctionLowering:
             return None
         update = host_update(stmt, self.info)
         if update is not None:
+            self._host_elements(update.value)
             return self._host_value(update)
         raise LoweringError(
-            "at host level (outside every parallel) the CUDA backend runs declarations, parallel blocks and "
-            "'return'; move this statement into a parallel",
+            "at host level (outside every parallel) the CUDA backend runs declarations, 'foreach', 'with' and 'if', "
+            "element writes, 'sync.global', parallel blocks and 'return'; move this statement into a parallel",
             stmt,
         )
 
@@ -542,6 +624,10 @@ def kernel_limits(stmt: ast.Parallel, threads: int, specialized: bool) -> str:
 
 def _is_placeholder(expr: ast.Expr) -> bool:
     return isinstance(expr, ast.Name) and expr.id == "_"
+
+
+def _statements(body: ast.Stmt) -> tuple[ast.Stmt, ...]:
+    return body.body if isinstance(body, ast.Block) else (body,)
 
 
 def _names_in_expr(expr: ast.Expr) -> list[ast.Name]:

@@ -1,7 +1,7 @@
 """The host side of a lowered function: what the runtime does around the kernels, in order.
 
 A function's statements outside every `parallel` become steps: allocate a global buffer,
-compute a host scalar, launch a kernel, return. Sizes stay Choreo expressions, which the
+compute a host scalar, write an element, loop, wait, launch a kernel, return. Sizes stay Choreo expressions, which the
 runtime evaluates (compiler/semantics/evaluate.py) from the call's arguments, so one compiled
 binary serves every shape that binds the symbolic dimensions.
 """
@@ -124,7 +124,42 @@ class HostCheck:
     statement: ast.Assert
 
 
-Step = HostBuffer | HostScalar | Launch | HostPrint | HostCheck
+@dataclass(frozen=True)
+class HostStore:
+    """`x.at(i, j) = e` at host level: the host writes one element of a buffer (a `device(cpu)` body, a
+    host-level loop), after the kernels launched before it."""
+
+    statement: ast.Assign
+
+
+@dataclass(frozen=True)
+class HostSync:
+    """`sync.global`: the host waits for every kernel launched before it."""
+
+    statement: ast.Sync
+
+
+@dataclass(frozen=True)
+class HostLoop:
+    """`foreach` at host level: its body's steps once per index, outermost variable first; each
+    variable is a host scalar that the kernels inside it receive by value."""
+
+    statement: ast.Foreach
+    variables: tuple[Symbol | None, ...]  # None for a variable nothing refers to
+    body: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class HostIf:
+    """`if` at host level: the host evaluates the condition (after the kernels launched before it, whose
+    results it may read) and runs the steps of one branch."""
+
+    statement: ast.If
+    then: tuple[Step, ...]
+    otherwise: tuple[Step, ...]
+
+
+Step = HostBuffer | HostScalar | Launch | HostPrint | HostCheck | HostStore | HostSync | HostLoop | HostIf
 
 
 @dataclass(frozen=True)
@@ -139,7 +174,19 @@ class FunctionPlan:
 
     @property
     def launches(self) -> tuple[Launch, ...]:
-        return tuple(step for step in self.steps if isinstance(step, Launch))
+        return tuple(_launches(self.steps))
+
+
+def _launches(steps: tuple[Step, ...]) -> list[Launch]:
+    found: list[Launch] = []
+    for step in steps:
+        if isinstance(step, Launch):
+            found.append(step)
+        elif isinstance(step, HostLoop):
+            found.extend(_launches(step.body))
+        elif isinstance(step, HostIf):
+            found.extend(_launches(step.then) + _launches(step.otherwise))
+    return found
 
 
 @dataclass

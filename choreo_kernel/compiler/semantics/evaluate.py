@@ -53,6 +53,11 @@ def evaluate(expr: ast.Expr, lookup: Lookup) -> HostValue:
         return _as_shape(evaluate(expr.value, lookup))
     if isinstance(expr, ast.Method) and expr.name == "span" and len(expr.args) == 1:
         return _as_shape(evaluate(expr.value, lookup))[int(evaluate(expr.args[0], lookup))]
+    if isinstance(expr, ast.Method) and expr.name == "at":  # an element of an array the host holds
+        array = evaluate(expr.value, lookup)
+        if not hasattr(array, "shape") or len(expr.args) != len(array.shape):
+            raise NotEvaluable(expr)
+        return array[tuple(int(evaluate(arg, lookup)) for arg in expr.args)]
     if isinstance(expr, ast.Call):
         return _call(expr, lookup)
     raise NotEvaluable(expr)

@@ -305,6 +305,18 @@ class ResolverBase:
             if isinstance(node, ast.Name) and id(node) in self.info.symbol_of
         ]
 
+    def _check_host_scalar_change(self, symbol: Symbol, target: ast.Name, context: Context) -> None:
+        """A kernel cannot change a host-level scalar: it is passed to the kernel by value."""
+        declaration = symbol.declaration
+        declared_at = self.info.context_of.get(id(declaration)) if isinstance(declaration, ast.Stmt) else None
+        if context.in_parallel and declared_at is not None and not declared_at.in_parallel:
+            self.error(
+                f"'{target.id}' is a host-level scalar, which a kernel receives by value and cannot change; "
+                f"change it outside the parallel, or declare a mutable inside the parallel",
+                target.span,
+                Note(f"'{target.id}' is declared here, at host level", symbol.span),
+            )
+
 
 def type_ref_text(ref: ast.TypeRef) -> str:
     if ref.shape is None:

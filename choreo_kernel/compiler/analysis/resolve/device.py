@@ -211,9 +211,9 @@ class DeviceRules(ResolverBase):
                     operand.expr.span,
                 )
         for operand in stmt.outputs:
-            self._asm_output(operand)
+            self._asm_output(operand, context)
 
-    def _asm_output(self, operand: ast.AsmOperand) -> None:
+    def _asm_output(self, operand: ast.AsmOperand, context: Context) -> None:
         expr = operand.expr
         value = self._expr(expr)
         if isinstance(expr, ast.Name):
@@ -221,6 +221,8 @@ class DeviceRules(ResolverBase):
             if symbol is not None and not symbol.mutable:
                 self.error(f"the output '{expr.id}' of __asm__ is immutable; declare it 'mutable'", expr.span)
                 return
+            if symbol is not None:  # an output writes its scalar as an assignment does
+                self._check_host_scalar_change(symbol, expr, context)
         elif isinstance(value, Scalar) and self._data_of_element(expr) is None:
             self.error(
                 f"an output of __asm__ is a mutable scalar or one element of data; '{expression(expr)}' "

@@ -15,8 +15,7 @@ from __future__ import annotations
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
-from choreo_kernel.compiler.analysis.values import Stream, Symbol, Unknown
-from choreo_kernel.compiler.diagnostics import Note
+from choreo_kernel.compiler.analysis.values import Stream, Unknown
 
 
 class ParameterRules(ResolverBase):
@@ -71,16 +70,4 @@ class ParameterRules(ResolverBase):
                 f"stream binding is only allowed on block-level parallel; '{level}' level cannot have its "
                 "own stream: it runs in the launch of the parallel around it",
                 stream.span,
-            )
-
-    def _check_host_scalar_change(self, symbol: Symbol, target: ast.Name, context: Context) -> None:
-        """A kernel cannot change a host-level scalar: it is passed to the kernel by value."""
-        declaration = symbol.declaration
-        declared_at = self.info.context_of.get(id(declaration)) if isinstance(declaration, ast.Stmt) else None
-        if context.in_parallel and declared_at is not None and not declared_at.in_parallel:
-            self.error(
-                f"'{target.id}' is a host-level scalar, which a kernel receives by value and cannot change; "
-                f"change it outside the parallel, or declare a mutable inside the parallel",
-                target.span,
-                Note(f"'{target.id}' is declared here, at host level", symbol.span),
             )

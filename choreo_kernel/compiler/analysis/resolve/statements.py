@@ -492,7 +492,14 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
     _stmt_Continue = _stmt_Break
 
     def _stmt_Sync(self, stmt: ast.Sync, context: Context) -> None:
-        if stmt.kind != "shared":
+        if stmt.kind == "global":  # the host waits for every parallel launched before it
+            if context.in_parallel:
+                self.error(
+                    "'sync.global' waits on the host for every parallel launched before it; it stands at host "
+                    "level (outside every parallel): inside a block, 'sync.shared' is the block barrier",
+                    stmt.span,
+                )
+        elif stmt.kind != "shared":
             self.error(f"'sync.{stmt.kind}' is not supported; 'sync.shared' is the block barrier", stmt.span)
         elif not context.in_block:
             self.error(
