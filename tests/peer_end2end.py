@@ -500,9 +500,8 @@ TILED_DMA = Program(
     ],
 )
 
-# ---------------------------------------------------------------------------- not compiling yet
+# ---------------------------------------------------------------------------- semantics that differ
 
-NOT_YET_COMPILED = "not yet compiled"
 # Croqtile passes every array by pointer; here an array without '&' (or 'global') is the function's copy
 A_BY_VALUE = (
     "the CPU part writes 'A', which is passed by value (no '&'): the function's copy changes, the caller's "
