@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Data, Symbol
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Data, Scalar, Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
 from choreo_kernel.compiler.cuda.cexpr import evaluate as evaluate_term
 from choreo_kernel.compiler.cuda.emit import MAX_SHARED_BYTES
@@ -329,7 +329,8 @@ class CudaBackend:
                     kernel.kernel.ptr, NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
                 )
             self.kernels[launch.kernel] = kernel
-            self.shared_limits[launch.kernel] = STATIC_SHARED_LIMIT
+            # the default 48 KiB is for static and dynamic shared memory together
+            self.shared_limits[launch.kernel] = STATIC_SHARED_LIMIT - kernel.shared_size_bytes
         if shared_bytes > self.shared_limits[launch.kernel]:
             kernel.max_dynamic_shared_size_bytes = shared_bytes
             self.shared_limits[launch.kernel] = shared_bytes
@@ -457,9 +458,11 @@ class CudaFunction:
             declaration = symbol.declaration if symbol is not None else None
             if isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
                 return evaluate(declaration.value, lookup)
-            data = symbol.value if symbol is not None else None
-            if isinstance(data, Data) and all(isinstance(dim, int) for dim in data.dims):
-                return data.dims  # a view named at host level (`l = a.span_as(6, 64)`): its shape is known
+            value = symbol.value if symbol is not None else None
+            if isinstance(value, Data) and all(isinstance(dim, int) for dim in value.dims):
+                return value.dims  # a view named at host level (`l = a.span_as(6, 64)`): its shape is known
+            if isinstance(value, Scalar) and isinstance(value.const, int):
+                return value.const  # `int WARP_M = 64;` at host level: the analysis folded it
             raise NotEvaluable(name)
 
         return lookup
