@@ -21,6 +21,7 @@ from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
 from choreo_kernel.compiler.semantics import sparsity
+from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
 
 pytestmark = pytest.mark.gpu
 
@@ -31,28 +32,29 @@ def arguments(program: Program, seed: int = 0) -> dict[str, Any]:
     return make_arguments(program.arguments, seed)
 
 
-NARROW_FLOATS = {
-    np.dtype(ml_dtypes.bfloat16),
-    np.dtype(ml_dtypes.float8_e4m3fn),
-    np.dtype(ml_dtypes.float8_e5m2),
-}
-
-
 def host(value: Any) -> Any:
     return value.get() if hasattr(value, "get") else value
 
 
-def as_reference(got: Any, expected: Any) -> Any:
+def as_reference(got: Any, element_type: str | None) -> Any:
     """A CUDA result of a narrow float type comes back as its bits (CuPy has no such dtype): read them
-    as the reference's type."""
-    got, expected = np.asarray(got), np.asarray(expected)
-    if (
-        expected.dtype in NARROW_FLOATS
-        and got.dtype.kind == "u"
-        and got.dtype.itemsize == expected.dtype.itemsize
-    ):
-        return got.view(expected.dtype)
+    as the declared element type (`element_type`; None where it is not a narrow float)."""
+    got = np.asarray(got)
+    if element_type in DEVICE_BITS and got.dtype == DEVICE_BITS[element_type]:
+        return got.view(numpy_dtype(element_type))
     return got
+
+
+def result_type(module: Any, function: str) -> str | None:
+    """The element type `function` returns, as declared in its source."""
+    returned = module.analysis.functions[function].function.return_type
+    return None if returned is None else returned.name
+
+
+def argument_type(module: Any, function: str, argument: str) -> str | None:
+    """The element type of parameter `argument` of `function`, as declared in its source."""
+    params = module.analysis.functions[function].function.params
+    return next((p.type.name for p in params if p.name == argument), None)
 
 
 def run_on_sim(program: Program) -> Any:
@@ -74,6 +76,7 @@ def test_program_matches_its_reference_and_sim(program: Program) -> None:
     before = arguments(program)
     passed = {name: value.copy() if hasattr(value, "copy") else value for name, value in before.items()}
     result = module.function(program.function)(*passed.values())
+    returned = result_type(module, program.function)
     scope = {
         "np": np,
         "ml_dtypes": ml_dtypes,
@@ -82,14 +85,14 @@ def test_program_matches_its_reference_and_sim(program: Program) -> None:
     }  # ml_dtypes: the narrow float types
     if program.ref is not None:
         expected = eval(program.ref, scope)
-        assert_close(as_reference(host(result), expected), expected, program.tol, "the result")
+        assert_close(as_reference(host(result), returned), expected, program.tol, "the result")
     for name, expression in program.ref_args:
         expected = eval(expression, scope)
-        got = as_reference(host(passed[name]), expected)
+        got = as_reference(host(passed[name]), argument_type(module, program.function, name))
         assert_close(got, expected, program.tol, f"argument '{name}'")
     if sim_available() and program.ref is not None:
         on_sim = run_on_sim(program)
-        assert_close(as_reference(host(result), on_sim), on_sim, program.tol, "the result against sim")
+        assert_close(as_reference(host(result), returned), on_sim, program.tol, "the result against sim")
 
 
 def test_a_never_triggered_event_raises_naming_it() -> None:
