@@ -114,7 +114,8 @@ def test_a_warp_specialized_gemm_lowers_like_the_prototype() -> None:
     assert "choreo::wgmma_descriptor<128>(rs + (k % 3) * 8192 + k_step * 16)" in cuda
     assert "choreo::wgmma_wait_group<0>();" in cuda
     assert (
-        "choreo::store_accumulator<128, 1, 0>(acc, out + ((bm * 2 + wg - 1) * 64 * N + bn * 128), N);" in cuda
+        "choreo::store_accumulator<128, 1, 0>(acc, out + ((bm * 2 + wg - 1) * 64 * N + bn * 128), N, M - (bm * 2 + wg - 1) * 64, N - bn * 128);"
+        in cuda
     )
 
 

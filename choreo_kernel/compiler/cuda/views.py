@@ -114,6 +114,7 @@ class View:
     origin: tuple[CExpr, ...] | None = None  # the start along each buffer dimension; None after a reshape
     axes: tuple[int, ...] = ()  # the buffer dimension of each of this view's dimensions
     panels: Panels | None = None  # rows wider than the swizzle: the buffer lies in panels
+    bounds: tuple[CExpr, ...] = ()  # the buffer's extents, where `origin` is measured
 
     @property
     def start(self) -> CExpr:
@@ -139,6 +140,23 @@ class View:
         if self.swizzle:
             return cexpr.call(f"choreo::swizzled_element<{self.swizzle}>", self.pointer, index)
         return cexpr.subscript(self.pointer, index)
+
+    def inside(self) -> tuple[CExpr, ...] | None:
+        """How many elements of each dimension lie inside the buffer, for a tile that may reach past its
+        end (a tail tile of a `cdiv` tiling); None where every dimension is known to fit."""
+        if self.origin is None or not self.bounds or len(self.axes) != len(self.dims):
+            return None
+        left = tuple(
+            cexpr.binary("-", self.bounds[axis], self.origin[axis])
+            if self.origin[axis].value != 0
+            else self.bounds[axis]
+            for axis in self.axes
+        )
+        fits = all(
+            room.value is not None and extent.value is not None and room.value >= extent.value
+            for room, extent in zip(left, self.dims)
+        )
+        return None if fits else left
 
     def shifted(self, indices: tuple[CExpr, ...], steps: tuple[CExpr, ...], dims: tuple[CExpr, ...]) -> View:
         """The view whose origin moves by `indices[k] * steps[k]` along each dimension, with new extents."""
@@ -255,6 +273,7 @@ def buffer(
         origin,
         tuple(range(len(dims))),
         panels,
+        dims,
     )
 
 

@@ -44,6 +44,15 @@ def store(emitter: KernelContext, accumulator: AccumulatorRegisters, stmt: ast.O
         emitter.out.line(
             "// the tile's extents are known at run time: only the elements inside it are written"
         )
+    inside = destination.inside() if destination.storage == Storage.GLOBAL else None
+    if inside is not None:  # rows first, then columns, of the accumulator
+        limits = [limit.text for limit in (inside[::-1] if transposed else inside)]
+        counts = [
+            count if count == limit else f"min({count}, {limit})" for count, limit in zip(counts, limits)
+        ] + limits[len(counts) :]
+        emitter.out.line(
+            "// the tile may reach past the end of the array: only the elements inside it are written"
+        )
     panels = destination.panels
     layout: list[str] = []  # where the panels and the tile's first column are
     if panels is not None:  # rows of one panel

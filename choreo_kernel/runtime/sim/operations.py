@@ -326,9 +326,10 @@ def store_accumulators(
     mask: tuple[Any, ...] | None = None,
     transposed: bool = False,
 ) -> None:
-    """`mma.store`: every instance's accumulator into its destination tile, converted to its type.
+    """`mma.store`: every instance's accumulator into its destination tile, converted to its type; of a
+    tail tile (one reaching past the end of the array), only the elements inside the array.
     `mma.store.mask` (`mask`: the rows, and the columns, to write) writes only the elements below
-    them that are inside the array, so it also takes a tail tile; `mma.store.transp` writes element
+    them that are inside the array; `mma.store.transp` writes element
     (i, j) at (j, i). A tile smaller than the accumulator (its size known at run time) takes the elements
     inside it."""
     tiles = []
@@ -353,9 +354,9 @@ def store_accumulators(
             )
         tiles.append(value.reshape(destination.shape))
     values = np.stack(tiles) if destination.varying else tiles[-1]
-    if mask is None:
+    if mask is None and destination.edge is None:
         destination.write(values)
-    else:
+    else:  # masked, or a tail tile: the elements inside the array (and below the mask)
         destination.write_clipped(values, mask)
 
 

@@ -89,10 +89,10 @@ class View:
         return offset
 
     def _whole(self) -> None:
-        """Refuse a tail tile where only TMA copies and masked stores may take one."""
+        """Refuse a tail tile where only TMA copies and accumulator stores may take one."""
         if self.edge is not None:
             raise SimError(
-                f"{self.edge_error}: only TMA copies and 'mma.store.mask' take a tile that reaches past the end "
+                f"{self.edge_error}: only TMA copies and 'mma.store' take a tile that reaches past the end "
                 "of the array"
             )
 
