@@ -19,7 +19,8 @@ from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, Operand, RowRegisters
 from choreo_kernel.compiler.printer import expression
-from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.launch import register_owner
+from choreo_kernel.compiler.semantics.levels import Storage
 
 Registers = AccumulatorRegisters | RowRegisters
 REDUCTIONS = {"reduce_max": "choreo::MaxOf", "reduce_sum": "choreo::SumOf"}
@@ -49,10 +50,7 @@ class Fragments:
         emitter = self.emitter
         dims = [emitter.expressions.constant(d, f"a dimension of fragment '{stmt.name}'") for d in stmt.shape]
         name = emitter.names.local(stmt.name)
-        levels = emitter.info.context_of[id(stmt)].level_kinds
-        tile_rows = (
-            16 if Level.WARP in levels and Level.WARPGROUP not in levels else 64
-        )  # a warp's: mma.sync's
+        tile_rows = register_owner(emitter.info.context_of[id(stmt)]).tile_rows  # 16: a warp's, mma.sync's
         registers: Registers
         if len(dims) == 1:
             registers = RowRegisters(cexpr.name(name), dims[0], tile_rows)

@@ -1,7 +1,8 @@
 """Register-level compute: `frag` declarations, `apply`, row reductions, `copy` and whole-fragment `__to`.
 
 A fragment (`frag f32[64] m {-inf};`, `frag f16[64, 128] p;`) and an MMA accumulator hold their
-elements in the registers of one warpgroup, so both live inside a `group-4` scope. Their elements are
+elements in the registers of one warpgroup or one warp: a `group-4` or `group` scope, or a `thread`
+scope of 128 or 32 threads (semantics/launch.py, `register_owner`). Their elements are
 read and written only inside `apply {i, j} in x.span`, at exactly the apply's own indices: `x.at(i, j)`
 for a fragment of the spanned shape, `m.at(i)` for a row vector of its rows. That keeps every element
 with the thread that owns it on CUDA (the accumulator layout of WGMMA), while the program still sees
@@ -32,7 +33,8 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import Note, Span
 from choreo_kernel.compiler.printer import expression
-from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.launch import register_owner
+from choreo_kernel.compiler.semantics.levels import Storage
 
 FRAGMENT_TYPES = ("f32", "f16", "bf16")
 UPDATES = ("+=", "-=", "*=", "/=")
@@ -66,8 +68,15 @@ class FragmentRules(TupleRules):
             )
         if stmt.array_dims:
             self.error(f"fragment '{stmt.name}' cannot be an array of fragments", stmt.array_dims[0].span)
-        on_warp = Level.WARP in context.level_kinds and Level.WARPGROUP not in context.level_kinds
-        self._check_fragment_shape(dims, stmt.name, stmt.span, 16 if on_warp else 64)
+        owner = register_owner(context)
+        if owner.misfit is not None:
+            self.error(
+                f"fragment '{stmt.name}' is held by the threads of one warpgroup (128) or one warp (32), and this "
+                f"'thread' scope has {owner.misfit}: declare it in a 'parallel t by 128 : thread' (or 'by 32'), "
+                "or in a 'group-4' or 'group' scope",
+                stmt.span,
+            )
+        self._check_fragment_shape(dims, stmt.name, stmt.span, owner.tile_rows)
         if stmt.init is not None:
             if len(stmt.init) != 1:
                 self.error(f"fragment '{stmt.name}' is filled with one value: '{{v}}'", stmt.span)
@@ -314,10 +323,18 @@ class FragmentRules(TupleRules):
         values = [self._expr(arg) for arg in stmt.args]
         if self._applies:
             self.error(f"'{stmt.name}' works on whole fragments: call it outside 'apply'", stmt.name_span)
-        if Level.WARPGROUP not in context.level_kinds and Level.WARP not in context.level_kinds:
+        owner = register_owner(context)
+        if owner.level is None and owner.misfit is None:
             self.error(
                 f"'{stmt.name}' works on the registers of a warpgroup or a warp: call it inside a 'group-4' or "
-                "a 'group' scope",
+                "a 'group' scope, or a 'thread' scope of 128 or 32 threads",
+                stmt.span,
+            )
+        elif owner.level is None:
+            self.error(
+                f"'{stmt.name}' works on the registers of a warpgroup (128 threads) or a warp (32), and this "
+                f"'thread' scope has {owner.misfit}: use 'parallel t by 128 : thread' (or 'by 32'), or a "
+                "'group-4' or 'group' scope",
                 stmt.span,
             )
         usage = USAGES.get(stmt.name, f"{stmt.name}(ROWS, TILE, 1)")
