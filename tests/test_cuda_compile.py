@@ -188,6 +188,12 @@ def test_a_thread_scope_of_128_holds_fragments_as_a_warpgroup() -> None:
     assert "choreo::fragment_row<32, 16>(tile_element)" in warp
 
 
+def test_a_fragment_passed_to_a_device_function_is_the_threads_register_array() -> None:
+    cuda = emitted_for("device_call_fragment_registers.co")
+    assert "    number_registers(tile, 16);" in cuda
+    assert "(add_to_rows(rows, 0.5f), choreo::agree_quads(rows));" in cuda  # a row vector: its quad agrees
+
+
 def test_a_128_row_accumulator_is_two_m64_fragments() -> None:
     cuda = emitted_for("acc_block_level_m128.co")
     assert "float acc[64];  // 128x64 f32: 2 m64n64 fragment(s) per warpgroup" in cuda

@@ -1408,6 +1408,17 @@ template <class T, int R> CHOREO_DEVICE void convert_fragment(float (&dst)[2 * R
   }
 }
 
+// `call f(rows)` of a row vector: the 4 lanes of a quad hold the same rows, so after the call they all take
+// what the quad's first lane holds (shfl from lane & ~3); `agreed` does so after a call whose value is used.
+template <int R> CHOREO_DEVICE void agree_quads(float (&rows)[R]) {
+#pragma unroll
+  for (int v = 0; v < R; ++v) rows[v] = __shfl_sync(0xffffffffu, rows[v], threadIdx.x % 32 & ~3);
+}
+template <class T, int R> CHOREO_DEVICE T agreed(T result, float (&rows)[R]) {
+  agree_quads(rows);
+  return result;
+}
+
 // `reduce_max(rows, acc, 1)` / `reduce_sum(...)`: each thread combines its N / 4 columns of each of its rows,
 // then the 4 lanes of the quad that share the row exchange partial results (shfl.xor 1, then 2), so every
 // lane of the quad ends with the whole row's value.
