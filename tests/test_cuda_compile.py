@@ -171,6 +171,30 @@ def test_a_fragment_is_wgmma_operand_a_from_registers() -> None:
     assert "choreo::packed_element<choreo::f16>(p, p_element) = choreo::to_f16(" in cuda
 
 
+def test_an_8_bit_fragment_is_wgmma_operand_a_in_its_k32_layout() -> None:
+    cuda = emitted_for("wgmma_f8_register_operand.co")
+    assert "unsigned a[8];  // f8_e4m3 [64, 64]: WGMMA's 8-bit A layout (k32), per thread" in cuda
+    assert "choreo::load_fragment8<choreo::f8_e4m3, 64, 1, 0>(a, lhs_s.data, 64);" in cuda
+    assert "if (choreo::fragment8_column<64>(a_element) >= 32)" in cuda
+    assert "choreo::wgmma_m64n64k32_f32_e4m3_rs(acc, a + k_step * 4," in cuda
+    assert '"}, {%32, %33, %34, %35}, %36, accumulate, 1, 1;' in cuda  # .e4m3 takes no transpose immediates
+
+
+def test_a_thread_scope_of_128_holds_fragments_as_a_warpgroup() -> None:
+    cuda = emitted_for("thread_scope_fragments.co")
+    assert "float tile[32];  // f32 [64, 64]: the WGMMA accumulator layout, per thread" in cuda
+    assert "choreo::reduce_rows<choreo::MaxOf, 64, 1>(top, tile);" in cuda
+    warp = emitted_for("thread_scope_warp_fragments.co")
+    assert "choreo::reduce_rows<choreo::SumOf, 32, 1>(total, tile);" in warp
+    assert "choreo::fragment_row<32, 16>(tile_element)" in warp
+
+
+def test_a_fragment_passed_to_a_device_function_is_the_threads_register_array() -> None:
+    cuda = emitted_for("device_call_fragment_registers.co")
+    assert "    number_registers(tile, 16);" in cuda
+    assert "(add_to_rows(rows, 0.5f), choreo::agree_quads(rows));" in cuda  # a row vector: its quad agrees
+
+
 def test_a_128_row_accumulator_is_two_m64_fragments() -> None:
     cuda = emitted_for("acc_block_level_m128.co")
     assert "float acc[64];  // 128x64 f32: 2 m64n64 fragment(s) per warpgroup" in cuda

@@ -22,7 +22,8 @@ from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import BufferArray, Data, DeviceResult, Future, Scalar
 from choreo_kernel.compiler.diagnostics import DiagnosticSink
-from choreo_kernel.compiler.semantics.launch import UnknownSize
+from choreo_kernel.compiler.printer import expression
+from choreo_kernel.compiler.semantics.launch import UnknownSize, register_owner
 
 SIM_ASM = (
     "inline assembly (PTX) has no meaning on the sim, which runs on the CPU: give the sim an equivalent "
@@ -46,6 +47,7 @@ def check_device_code(info: FunctionInfo, sink: DiagnosticSink, target: str) -> 
                     # The resolver reports a call's result passed to another call (it has no type there).
                     whole = id(node) not in arguments and _typed_result(info, sink, stmt, node)
                     _place(info, sink, node, f"the call of '{node.callee}'", context, whole)
+                    _check_register_arguments(info, sink, node, context)
                 elif is_atomic(node):
                     assert isinstance(node, ast.Call) and isinstance(node.callee, ast.Name)
                     whole = isinstance(stmt, ast.ExprStmt) and stmt.expr is node
@@ -160,6 +162,27 @@ def _place(
             "innermost parallel",
             node.span,
         )
+
+
+def _check_register_arguments(
+    info: FunctionInfo, sink: DiagnosticSink, call: ast.DeviceCall, context: Context
+) -> None:
+    """A fragment's registers are passed by the threads that hold them, each its own: the call stands
+    where a warpgroup or a warp holds fragments (launch.register_owner) and runs once per thread."""
+    passed = info.device_calls.get(id(call))
+    if passed is None or not context.in_parallel:
+        return
+    for arg, argument in zip(call.args, passed.arguments):
+        if argument.kind != "registers":
+            continue
+        owner = register_owner(context)
+        if owner.level is None or _between_levels(info, context):
+            sink.error(
+                f"'{expression(arg)}' passes each thread's registers of a fragment: call '{call.callee}' where "
+                "its threads hold it, each thread running the call (inside the 'group-4' or 'group' scope, or "
+                "a 'thread' scope of 128 or 32 threads)",
+                arg.span,
+            )
 
 
 def _between_levels(info: FunctionInfo, context: Context) -> bool:

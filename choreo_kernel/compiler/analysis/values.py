@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from choreo_kernel.compiler.diagnostics import Span
 from choreo_kernel.compiler.semantics import cint
 from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.register_layout import RegisterLayout
 
 if TYPE_CHECKING:
     from choreo_kernel.compiler import ast
@@ -400,12 +401,15 @@ class TemplateValue:
 @dataclass(frozen=True)
 class DeviceArgument:
     """What a device call passes: a scalar of Choreo type `type` by value ("value"), a pointer to
-    the first element of data of element type `type` ("data"), or a null pointer ("null"); `cast` is
-    the C++ type of a foreign cast around it (`__to<"const float*">(x)`), None without one."""
+    the first element of data of element type `type` ("data"), a pointer to the calling thread's
+    registers of a fragment or an accumulator of element type `type`, in `layout` ("registers"), or a
+    null pointer ("null"); `cast` is the C++ type of a foreign cast around it (`__to<"const float*">(x)`),
+    None without one."""
 
     kind: str
     type: str = ""
     cast: str | None = None
+    layout: RegisterLayout | None = None
 
 
 @dataclass(frozen=True)

@@ -1265,38 +1265,60 @@ CHOREO_DEVICE void scale_accumulator(A* acc, const A* partial, const float* row_
     add_to_element(acc, i, fragment_value(partial, i) * row_scales[fragment_row<N>(i) * row_stride] * column_scale);
 }
 
+// 8-bit fragments (f8_e4m3, f8_e5m2) hold WGMMA's A from registers in its k32 layout instead: of each 64 x 32
+// slice s of a 64-row tile, thread t (warp w, lane l) holds 16 elements in 4 registers, element e (register
+// e / 4, byte e % 4) at row w * 16 + l / 4 + 8 * ((e / 4) % 2) and column s * 32 + 16 * (e / 8) + (l % 4) * 4 +
+// e % 4: the 4 lanes of a quad still share each row, with 4 adjacent columns of each 16-column half a lane.
+template <int N, int TileRows = 64> CHOREO_DEVICE int fragment8_row(int e) {
+  const int rank = threadIdx.x % (TileRows * 2);
+  return e / (N / 2) * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (e % 16 / 4 % 2);
+}
+template <int N> CHOREO_DEVICE int fragment8_column(int e) {
+  return e % (N / 2) / 16 * 32 + 16 * (e % 16 / 8) + threadIdx.x % 4 * 4 + e % 4;
+}
+template <int N> CHOREO_DEVICE constexpr int fragment8_row_register(int e) { return e / (N / 2) * 2 + e % 16 / 4 % 2; }
+
 template <int TileRows = 64> CHOREO_DEVICE int vector_row(int v) {
   const int rank = threadIdx.x % (TileRows * 2);
   return v / 2 * TileRows + rank / 32 * 16 + rank % 32 / 4 + 8 * (v % 2);
 }
 
-// One 16-bit element of a packed register, read and written as T (f16 or bf16).
+// One 16-bit (f16, bf16) or 8-bit (f8) element of a packed register, read and written as T: element r of a
+// fragment is in register r / (4 / sizeof(T)), from the low bits up.
 template <class T> struct PackedElement {
+  static constexpr unsigned mask = (1u << (8 * sizeof(T))) - 1u;
   unsigned& reg;
   int shift;
-  CHOREO_DEVICE operator T() const { return T{static_cast<unsigned short>(reg >> shift)}; }
+  CHOREO_DEVICE operator T() const { return T{static_cast<decltype(T::bits)>((reg >> shift) & mask)}; }
   CHOREO_DEVICE PackedElement& operator=(T value) {
-    reg = (reg & ~(0xffffu << shift)) | (static_cast<unsigned>(value.bits) << shift);
+    reg = (reg & ~(mask << shift)) | (static_cast<unsigned>(value.bits) << shift);
     return *this;
   }
 };
 template <class T, int R> CHOREO_DEVICE PackedElement<T> packed_element(unsigned (&regs)[R], int r) {
-  return PackedElement<T>{regs[r / 2], 16 * (r % 2)};
+  constexpr int per_register = 4 / sizeof(T);
+  return PackedElement<T>{regs[r / per_register], 8 * static_cast<int>(sizeof(T)) * (r % per_register)};
 }
-CHOREO_DEVICE float to_f32(PackedElement<f16> value) { return to_f32(static_cast<f16>(value)); }
-CHOREO_DEVICE float to_f32(PackedElement<bf16> value) { return to_f32(static_cast<bf16>(value)); }
+template <class T> CHOREO_DEVICE float to_f32(PackedElement<T> value) { return to_f32(static_cast<T>(value)); }
 
 CHOREO_DEVICE unsigned pack(f16 lo, f16 hi) { return lo.bits | (static_cast<unsigned>(hi.bits) << 16); }
 CHOREO_DEVICE unsigned pack(bf16 lo, bf16 hi) { return lo.bits | (static_cast<unsigned>(hi.bits) << 16); }
 CHOREO_DEVICE f16 narrow(float value, f16) { return to_f16(value); }
 CHOREO_DEVICE bf16 narrow(float value, bf16) { return to_bf16(value); }
+CHOREO_DEVICE f8_e4m3 narrow(float value, f8_e4m3) { return to_f8_e4m3(value); }
+CHOREO_DEVICE f8_e5m2 narrow(float value, f8_e5m2) { return to_f8_e5m2(value); }
+// A register of one element repeated: two 16-bit ones or four 8-bit ones.
+CHOREO_DEVICE unsigned replicated(f16 element) { return pack(element, element); }
+CHOREO_DEVICE unsigned replicated(bf16 element) { return pack(element, element); }
+CHOREO_DEVICE unsigned replicated(f8_e4m3 element) { return element.bits * 0x01010101u; }
+CHOREO_DEVICE unsigned replicated(f8_e5m2 element) { return element.bits * 0x01010101u; }
 
 // `frag T[...] x {v};`
 template <int R> CHOREO_DEVICE void fill_fragment(float (&regs)[R], float value) { fill_accumulator(regs, value); }
 template <class T, int R> CHOREO_DEVICE void fill_fragment(unsigned (&regs)[R], float value) {
-  const T element = narrow(value, T{});
+  const unsigned packed = replicated(narrow(value, T{}));
 #pragma unroll
-  for (int i = 0; i < R; ++i) regs[i] = pack(element, element);
+  for (int i = 0; i < R; ++i) regs[i] = packed;
 }
 
 // `mma.load tile, x;`: each thread's elements of a [Tiles * 64, N] tile (placed as store_accumulator() places
@@ -1337,6 +1359,34 @@ CHOREO_DEVICE void load_fragment(unsigned (&regs)[R], const S* tile, int row_str
   });
 }
 
+// `mma.load tile, x;` into an 8-bit fragment: the k32 layout of A above, 4 adjacent elements of a row per
+// register, converted to x's type T (taken as they are when the tile holds T).
+template <class T, class S> struct ElementAs {
+  CHOREO_DEVICE static T of(S value) { return narrow(element_value(value), T{}); }
+};
+template <class T> struct ElementAs<T, T> {
+  CHOREO_DEVICE static T of(T value) { return value; }
+};
+template <class T, int N, int Tiles, int Swizzle, class S, int R>
+CHOREO_DEVICE void load_fragment8(unsigned (&regs)[R], const S* tile, int row_stride, int panel_stride = 0,
+                                  int first = 0) {
+  const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) {
+#pragma unroll
+    for (int q = 0; q < N / 8; ++q) {  // register q of the tile: slice q / 4, half q % 4 / 2, row + 8 * (q % 2)
+      const int row = t * 64 + warp * 16 + lane / 4 + 8 * (q % 2), column = q / 4 * 32 + 16 * (q % 4 / 2) + lane % 4 * 4;
+      unsigned packed = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const T value = ElementAs<T, S>::of(tile_element<Swizzle>(tile, row, column + b, row_stride, panel_stride, first));
+        packed |= static_cast<unsigned>(value.bits) << (8 * b);
+      }
+      regs[t * (N / 8) + q] = packed;
+    }
+  }
+}
+
 // `copy(dst, src)` / `__to<T>(acc)`: the same elements, converted (f32 -> 16-bit packs two per register).
 template <int R> CHOREO_DEVICE void copy_fragment(float (&dst)[R], const float (&src)[R]) {
 #pragma unroll
@@ -1356,6 +1406,17 @@ template <class T, int R> CHOREO_DEVICE void convert_fragment(float (&dst)[2 * R
     dst[2 * i] = to_f32(T{static_cast<unsigned short>(src[i])});
     dst[2 * i + 1] = to_f32(T{static_cast<unsigned short>(src[i] >> 16)});
   }
+}
+
+// `call f(rows)` of a row vector: the 4 lanes of a quad hold the same rows, so after the call they all take
+// what the quad's first lane holds (shfl from lane & ~3); `agreed` does so after a call whose value is used.
+template <int R> CHOREO_DEVICE void agree_quads(float (&rows)[R]) {
+#pragma unroll
+  for (int v = 0; v < R; ++v) rows[v] = __shfl_sync(0xffffffffu, rows[v], threadIdx.x % 32 & ~3);
+}
+template <class T, int R> CHOREO_DEVICE T agreed(T result, float (&rows)[R]) {
+  agree_quads(rows);
+  return result;
 }
 
 // `reduce_max(rows, acc, 1)` / `reduce_sum(...)`: each thread combines its N / 4 columns of each of its rows,

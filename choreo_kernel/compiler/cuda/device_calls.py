@@ -1,7 +1,8 @@
 """Device function calls and atomics as CUDA expressions.
 
 A call passes what the analysis decided (analysis/resolve/device.py): a scalar by value, data
-as a pointer to its first element, `nullptr`; its template arguments are integers, C types and
+as a pointer to its first element, a fragment or an accumulator as the calling thread's register
+array (semantics/register_layout.py says which elements it holds), `nullptr`; its template arguments are integers, C types and
 C++ names. Its result, where it is used, is cast to the type the analysis gave it. An atomic is
 CUDA's atomicAdd ... atomicCAS on the element's address (a 64-bit signed add or bitwise operation on
 the same bits as unsigned, an f16 add in the header), and yields the old value.
@@ -20,7 +21,14 @@ from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import CUDA_HALF_TYPES, DeviceArgument, TemplateValue
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
-from choreo_kernel.compiler.cuda.views import LoweringError, Operand, View
+from choreo_kernel.compiler.cuda.views import (
+    AccumulatorRegisters,
+    Lowered,
+    LoweringError,
+    Operand,
+    RowRegisters,
+    View,
+)
 
 _ATOMIC_FUNCTIONS = {
     "__atomic_add": "atomicAdd",
@@ -52,7 +60,7 @@ def cuda_headers(infos: Iterable[FunctionInfo], device_code: Iterable[str]) -> l
         for info in infos
         for call in info.device_calls.values()
         for argument in call.arguments
-        if argument.kind == "data" and argument.type in CUDA_HALF_TYPES
+        if argument.kind in ("data", "registers") and argument.type in CUDA_HALF_TYPES
     }
     texts = list(device_code)
     named = {header for header, names in _HALF_NAMES.items() if any(names.search(text) for text in texts)}
@@ -77,13 +85,24 @@ class DeviceCallExpressions:
 
         def view(self, expr: ast.Expr) -> View: ...
 
+        def value(self, expr: ast.Expr) -> Lowered: ...
+
     def _DeviceCall(self, expr: ast.DeviceCall) -> Operand:
         call = self.info.device_calls[id(expr)]
         template = template_text(call.template_args) if call.template_args is not None else ""
         args = [self._device_argument(arg, passed) for arg, passed in zip(expr.args, call.arguments)]
         text = f"{expr.callee}{template}({', '.join(arg.text for arg in args)})"
+        # A row vector's 4 lanes of a quad hold the same rows: after the call they take its first lane's.
+        shared = [
+            self._register_name(arg)
+            for arg, passed in zip(expr.args, call.arguments)
+            if passed.kind == "registers" and passed.layout is not None and passed.layout.replicated
+        ]
         if call.result is None:
-            return Operand(cexpr.raw(text, pure=False), "s32")
+            agreed = "".join(f", choreo::agree_quads({name})" for name in shared)
+            return Operand(cexpr.raw(f"({text}{agreed})" if shared else text, pure=False), "s32")
+        for name in shared:
+            text = f"choreo::agreed({text}, {name})"
         if call.result in elements.NARROW_FLOATS:  # computed as a float, rounded into the narrow type
             widened = cexpr.raw(f"static_cast<float>({text})", pure=False)
             return Operand(elements.convert(widened, "f32", call.result), call.result)
@@ -96,6 +115,11 @@ class DeviceCallExpressions:
             return cexpr.raw(f"(({passed.cast})({inner.text}))")
         if passed.kind == "null":
             return cexpr.raw("nullptr")
+        if passed.kind == "registers":  # the thread's register array, as its elements' type
+            name = self._register_name(arg)
+            if passed.type in CUDA_HALF_TYPES:  # two elements to a register, the first in the low half
+                return cexpr.raw(f"reinterpret_cast<{CUDA_HALF_TYPES[passed.type][0]}*>({name})")
+            return cexpr.raw(name)
         if passed.kind == "data" and passed.type in CUDA_HALF_TYPES:  # choreo::f16 holds a __half's bits
             return cexpr.raw(
                 f"reinterpret_cast<{CUDA_HALF_TYPES[passed.type][0]}*>({self.view(arg).start.text})"
@@ -104,6 +128,14 @@ class DeviceCallExpressions:
             return self.view(arg).start
         value = self.operand(arg)
         return elements.convert(value.expr, value.type, passed.type)
+
+    def _register_name(self, arg: ast.Expr) -> str:
+        registers = self.value(arg)
+        if not isinstance(registers, AccumulatorRegisters | RowRegisters):
+            raise LoweringError(
+                "a device function is passed the registers of a fragment or an accumulator", arg
+            )
+        return registers.name.text
 
     def _ForeignCast(self, expr: ast.ForeignCast) -> Operand:
         raise LoweringError("a foreign cast is lowered only as an argument of a device function call", expr)

@@ -19,7 +19,8 @@ from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, Operand, RowRegisters
 from choreo_kernel.compiler.printer import expression
-from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.launch import register_owner
+from choreo_kernel.compiler.semantics.levels import Storage
 
 Registers = AccumulatorRegisters | RowRegisters
 REDUCTIONS = {"reduce_max": "choreo::MaxOf", "reduce_sum": "choreo::SumOf"}
@@ -32,6 +33,7 @@ class _Visit:
     register: str
     columns: int | None
     rows: int
+    layout: str = "fragment"  # the runtime's functions of the tile's layout: fragment_row, fragment8_row, ...
 
 
 class Fragments:
@@ -49,17 +51,20 @@ class Fragments:
         emitter = self.emitter
         dims = [emitter.expressions.constant(d, f"a dimension of fragment '{stmt.name}'") for d in stmt.shape]
         name = emitter.names.local(stmt.name)
-        levels = emitter.info.context_of[id(stmt)].level_kinds
-        tile_rows = (
-            16 if Level.WARP in levels and Level.WARPGROUP not in levels else 64
-        )  # a warp's: mma.sync's
+        tile_rows = register_owner(emitter.info.context_of[id(stmt)]).tile_rows  # 16: a warp's, mma.sync's
         registers: Registers
         if len(dims) == 1:
             registers = RowRegisters(cexpr.name(name), dims[0], tile_rows)
             layout = f"rows {_row_text(tile_rows)} of each {tile_rows}-row tile"
         else:
             registers = AccumulatorRegisters(cexpr.name(name), stmt.elem_type, dims[0], dims[1], tile_rows)
-            layout = "the WGMMA accumulator layout" if tile_rows == 64 else "the mma.sync accumulator layout"
+            layout = (
+                "WGMMA's 8-bit A layout (k32)"
+                if registers.eight_bit
+                else "the WGMMA accumulator layout"
+                if tile_rows == 64
+                else "the mma.sync accumulator layout"
+            )
         emitter.out.source(stmt)
         emitter.out.line(
             f"{registers.c_type} {name}[{registers.registers}];  // {stmt.elem_type} {dims}: {layout}, per thread"
@@ -84,20 +89,25 @@ class Fragments:
         register = emitter.names.fresh(f"{emitter.names.source(_text(target))}_element")
         if isinstance(registers, AccumulatorRegisters):
             columns = registers.columns
-            count = registers.tiles * columns // 2
+            count = registers.elements
             tile_rows = registers.tile_rows  # 16: a warp's accumulator (cuda/warp_mma.py)
+            columns_text = (
+                "columns (lane % 4) * 4 .. + 3 of each 16-column half of each 32-column slice (WGMMA's 8-bit A)"
+                if registers.eight_bit
+                else "columns (lane % 4) * 2 and + 1 of each 8-column group"
+            )
             out.line(
                 f"// each thread visits its {count} elements of the {registers.rows}x{columns} tile: rows "
-                f"{_row_text(tile_rows)} of each {tile_rows}-row tile, columns (lane % 4) * 2 and + 1 of each "
-                "8-column group"
+                f"{_row_text(tile_rows)} of each {tile_rows}-row tile, {columns_text}"
             )
-            row = cexpr.raw(f"choreo::fragment_row<{columns}, {tile_rows}>({register})")
-            column = cexpr.raw(f"choreo::fragment_column<{columns}>({register})")
+            layout = _layout(registers)
+            row = cexpr.raw(f"choreo::{layout}_row<{columns}, {tile_rows}>({register})")
+            column = cexpr.raw(f"choreo::{layout}_column<{columns}>({register})")
             bound = [
                 Operand(row, "s32", cexpr.const(registers.rows)),
                 Operand(column, "s32", cexpr.const(columns)),
             ]
-            visit = _Visit(register, columns, registers.rows)
+            visit = _Visit(register, columns, registers.rows, layout)
         else:
             count = registers.registers
             out.line(
@@ -154,10 +164,10 @@ class Fragments:
             index = (
                 cexpr.raw(visit.register)
                 if visit.columns is None
-                else cexpr.raw(f"choreo::fragment_row_register<{visit.columns}>({visit.register})")
+                else cexpr.raw(f"choreo::{visit.layout}_row_register<{visit.columns}>({visit.register})")
             )
             return Operand(cexpr.raw(f"{base.name.text}[{index.text}]"), "f32", storage=Storage.LOCAL)
-        if visit.columns != base.columns or base.rows != visit.rows:
+        if visit.columns != base.columns or base.rows != visit.rows or _layout(base) != visit.layout:
             raise LoweringError(f"a {base.rows}x{base.columns} tile in an apply over another shape", expr)
         if base.elem in ("f32", "s32"):
             return Operand(cexpr.raw(f"{base.name.text}[{visit.register}]"), base.elem, storage=Storage.LOCAL)
@@ -176,13 +186,13 @@ class Fragments:
         if isinstance(registers, RowRegisters):
             count, elem = registers.registers, "f32"
         else:
-            count, elem = registers.registers * (1 if registers.c_type != "unsigned" else 2), registers.elem
+            count, elem = registers.elements, registers.elem
         name = emitter.names.fresh(f"{emitter.names.source(_text(stmt.target))}_element")
         operator = stmt.op[:-1]
         if elem in ("f32", "s32"):
             value = elements.convert(scalar.expr, scalar.type, elem)
             update = f"{registers.name.text}[{name}] {stmt.op} {value.text};"
-        else:  # 16-bit elements packed two to a register: computed in f32, rounded back
+        else:  # 16-bit (8-bit) elements packed two (four) to a register: computed in f32, rounded back
             value = elements.convert(scalar.expr, scalar.type, "f32")
             element = f"choreo::packed_element<{elements.c_type(elem)}>({registers.name.text}, {name})"
             update = f"{element} = choreo::to_{elem}(choreo::to_f32({element}) {operator} {value.text});"
@@ -237,7 +247,7 @@ class Fragments:
         return f"choreo::copy_fragment({target.name.text}, {value.name.text});"
 
     def register_operand(self, expr: ast.Expr) -> AccumulatorRegisters | None:
-        """WGMMA's A from registers: a 16-bit fragment, or `__to<f16>(acc)` converted here into a new one."""
+        """WGMMA's A from registers: a 16-bit or 8-bit fragment, or `__to<f16>(acc)` converted here into a new one."""
         emitter = self.emitter
         if isinstance(expr, ast.Cast):
             value = emitter.expressions.value(expr.operand)
@@ -249,7 +259,7 @@ class Fragments:
             emitter.out.line(self.convert(converted, expr))
             return converted
         value = emitter.expressions.value(expr)
-        if isinstance(value, AccumulatorRegisters) and value.elem in ("f16", "bf16"):
+        if isinstance(value, AccumulatorRegisters) and value.elem in ("f16", "bf16", "f8_e4m3", "f8_e5m2"):
             return value
         return None
 
@@ -264,6 +274,11 @@ def _packed_template(registers: Registers) -> str:
     if isinstance(registers, AccumulatorRegisters) and registers.c_type == "unsigned":
         return f"<{elements.c_type(registers.elem)}>"
     return ""
+
+
+def _layout(registers: AccumulatorRegisters) -> str:
+    """The runtime's name of a tile's register layout: the accumulator's, or WGMMA's 8-bit A (k32)."""
+    return "fragment8" if registers.eight_bit else "fragment"
 
 
 def _row_text(tile_rows: int) -> str:

@@ -361,7 +361,9 @@ class AccumulatorRegisters:
     of a warp's accumulator (mma.sync, `tile_rows` 16), those of `rows / 16` m16nN fragments, the same
     layout with one warp (cuda/warp_mma.py).
 
-    f32 and s32 elements take one register each; f16 elements are packed two to a 32-bit register.
+    f32 and s32 elements take one register each; f16 elements are packed two to a 32-bit register. An
+    8-bit fragment (f8) is WGMMA's A from registers in its k32 layout instead, four elements a register
+    (choreo_runtime.cuh, "8-bit fragments").
     """
 
     name: CExpr
@@ -375,9 +377,22 @@ class AccumulatorRegisters:
         return self.rows // self.tile_rows
 
     @property
+    def packing(self) -> int:
+        """Elements per 32-bit register."""
+        return 1 if self.elem in ("f32", "s32") else 4 if self.eight_bit else 2
+
+    @property
+    def eight_bit(self) -> bool:
+        return self.elem in ("f8_e4m3", "f8_e5m2")
+
+    @property
+    def elements(self) -> int:
+        """Elements per thread: its share of the tile (one 64-row tile is spread over 128 threads)."""
+        return self.tiles * self.columns // 2
+
+    @property
     def registers(self) -> int:
-        per_tile = self.columns // 2 if self.elem in ("f32", "s32") else self.columns // 4
-        return self.tiles * per_tile
+        return self.elements // self.packing
 
     @property
     def c_type(self) -> str:

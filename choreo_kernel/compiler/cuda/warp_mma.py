@@ -25,7 +25,7 @@ from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
-from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.levels import Level, register_level
 from choreo_kernel.compiler.semantics.mma_shapes import (
     WARP_MMA,
     WARP_TILE_ROWS,
@@ -79,7 +79,7 @@ class WarpMma:
         if words[0] == "load":
             context = self.emitter.info.context_of.get(id(stmt))
             levels = context.level_kinds if context is not None else ()
-            return Level.WARP in levels and Level.WARPGROUP not in levels
+            return register_level(levels) == Level.WARP
         if words[0] == "fill" and stmt.result is not None:
             symbol = self.emitter.info.declared(stmt, stmt.result.id)
             return symbol is not None and on_warp(self.emitter.info.mma_owners.get(symbol))

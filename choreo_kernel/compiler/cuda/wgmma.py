@@ -64,7 +64,7 @@ class Instruction:
     operand: str  # the Choreo element type of A and B
     a_mn_major: bool
     b_mn_major: bool
-    a_registers: bool = False  # A from registers (RS): a 16-bit fragment, in the accumulator layout
+    a_registers: bool = False  # A from registers (RS): a 16-bit fragment (accumulator layout) or an 8-bit one
     sparse: bool = False  # `.sp`: A packed 2:4 (32 bytes of K / 2 per row), with a metadata register
 
     @property
@@ -101,17 +101,22 @@ def wrapper(instruction: Instruction) -> str:
     ]
     rs = instruction.a_registers
     a_count = 4 if rs else 1  # RS: A's m64k16 slice is 4 registers of packed pairs per thread
+    sixteen_bit = ELEMENT_BYTES[instruction.operand] == 2  # only .f16 / .bf16 take the transpose immediates
     transposes = (
-        f", {int(instruction.b_mn_major)}"
+        ""
+        if not sixteen_bit
+        else f", {int(instruction.b_mn_major)}"
         if rs
         else f", {int(instruction.a_mn_major)}, {int(instruction.b_mn_major)}"
-        if ELEMENT_BYTES[instruction.operand] == 2
-        else ""
     )
     a_major = "M-major: [K, M]" if instruction.a_mn_major else "K-major: [M, K]"
     b_major = "N-major: [K, N]" if instruction.b_mn_major else "K-major: [N, K]"
     a_text = (
-        "A from 4 registers of each thread (the accumulator layout, f16 pairs)"
+        (
+            "A from 4 registers of each thread (the accumulator layout, f16 pairs)"
+            if sixteen_bit
+            else "A from 4 registers of each thread (WGMMA's 8-bit k32 layout, 4 elements each)"
+        )
         if rs
         else f"A ({a_major}) from shared memory through its descriptor"
     )
@@ -408,7 +413,7 @@ class Mma:
                 target, cexpr.multiply(cexpr.name(tile), cexpr.const(accumulator.registers // tiles))
             )
         a_operand = _descriptor(a, a_start, a_mn_major)
-        if registers is not None:  # 4 registers per K step, K / 4 per 64-row tile
+        if registers is not None:  # 4 registers per K step, K / 4 (8 bits: K / 8) per 64-row tile
             a_operand = _register_slice(registers, step, tile).text
         loops = [loop for loop in ((tile, tiles), (step, steps)) if loop[0] is not None]
         metadata = ""
@@ -652,10 +657,11 @@ def _descriptor(view: View, start: CExpr, mn_major: bool) -> str:
 
 
 def _register_slice(registers: AccumulatorRegisters, step: str | None, tile: str | None) -> CExpr:
-    """The first of the 4 registers that one m64k16 instruction reads of an A fragment."""
+    """The first of the 4 registers that one instruction (m64k16, or m64k32 for 8 bits) reads of an A fragment."""
     start = registers.name
     if tile is not None:
-        start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(registers.columns // 4)))
+        per_tile = registers.registers // registers.tiles
+        start = cexpr.add(start, cexpr.multiply(cexpr.name(tile), cexpr.const(per_tile)))
     if step is not None:
         start = cexpr.add(start, cexpr.multiply(cexpr.name(step), cexpr.const(4)))
     return start

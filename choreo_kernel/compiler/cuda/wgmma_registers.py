@@ -119,7 +119,8 @@ def load_registers(emitter: KernelContext, stmt: ast.OperationStmt) -> None:
         row_stride = cexpr.const(tile.panels.width)
         layout = f", {tile.panels.stride}, {tile.panels.first(tile.offset).text}"
     packed = f"{elements.c_type(registers.elem)}, " if registers.c_type == "unsigned" else ""
+    load = "load_fragment8" if registers.eight_bit else "load_fragment"  # WGMMA's 8-bit A layout (k32)
     emitter.out.line(
-        f"choreo::load_fragment<{packed}{registers.columns}, {registers.tiles}, {tile.swizzle}>"
+        f"choreo::{load}<{packed}{registers.columns}, {registers.tiles}, {tile.swizzle}>"
         f"({registers.name.text}, {tile.start.text}, {row_stride.text}{layout});"
     )

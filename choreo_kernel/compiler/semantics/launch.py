@@ -13,6 +13,10 @@ enclosing level where parallels nested in its body make the threads ("between le
 `tma` operation (and a `trigger ... after`) once per instance of the innermost level above
 `thread`, issued by one thread of it; an `mma` once per warpgroup.
 
+Fragments and accumulators are held by the threads of one warpgroup or one warp together, in that
+level's register layout (`register_owner`): the `group-4` or `group` scope around them, or a `thread`
+scope of exactly 128 or 32 threads, whose threads are then one aligned warpgroup or warp.
+
 A `cluster` level around a kernel (`parallel {c} by [2] : cluster { parallel ... : block }`)
 groups consecutive blocks of its grid (along blockIdx.x first) into thread-block clusters: the
 blocks of one cluster run together and may address one another's shared memory (multicast TMA
@@ -34,7 +38,14 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.scope import Context, LevelScope
 from choreo_kernel.compiler.analysis.values import Dim, Symbol, fold, product
 from choreo_kernel.compiler.semantics.evaluate import HostValue, Lookup, NotEvaluable, evaluate
-from choreo_kernel.compiler.semantics.levels import MAX_THREADS_PER_BLOCK, Level
+from choreo_kernel.compiler.semantics.levels import (
+    MAX_THREADS_PER_BLOCK,
+    REGISTER_TILE_ROWS,
+    WARP_THREADS,
+    WARPGROUP_THREADS,
+    Level,
+    register_level,
+)
 
 PORTABLE_CLUSTER_BLOCKS = 8  # blocks per cluster every sm_90 launch accepts
 MAX_CLUSTER_BLOCKS = 16  # with the non-portable cluster size opt-in
@@ -53,6 +64,43 @@ def inner_parallels(stmt: ast.Stmt) -> Iterator[ast.Parallel]:
         return
     for child in ast.child_statements(stmt):
         yield from inner_parallels(child)
+
+
+@dataclass(frozen=True)
+class RegisterOwner:
+    """The threads that hold a fragment together at a statement: one instance of `level`, whose register
+    layout (WGMMA's for a warpgroup, mma.sync's for a warp) places its elements. `level` is None where no
+    such threads enclose the statement; `misfit` is then the size of a `thread` scope that is neither."""
+
+    level: Level | None
+    from_threads: bool = False  # decided by a `thread` scope's size, not by a group level
+    misfit: Dim | None = None
+
+    @property
+    def tile_rows(self) -> int:
+        """Rows of one tile of the layout: 64 for a warpgroup's, 16 for a warp's."""
+        return REGISTER_TILE_ROWS[self.level or Level.WARPGROUP]
+
+
+THREAD_SCOPE_OWNERS = {WARPGROUP_THREADS: Level.WARPGROUP, WARP_THREADS: Level.WARP}
+
+
+def register_owner(context: Context) -> RegisterOwner:
+    """Who holds a fragment at a statement: the `group-4` (or else `group`) scope around it; without one,
+    a `thread` scope of 128 threads is a warpgroup and one of 32 a warp. Threads are numbered innermost, so
+    the threads of one instance of a `thread` scope are consecutive and start at a multiple of their count:
+    exactly one aligned warpgroup or warp, with the same registers and operations as a group scope."""
+    level = register_level(context.level_kinds)
+    if level is not None:
+        return RegisterOwner(level)
+    threads = [scope.count for scope in context.levels if scope.level == Level.THREAD]
+    if not threads:
+        return RegisterOwner(None)
+    count = product(tuple(threads))
+    owner = THREAD_SCOPE_OWNERS.get(count) if isinstance(count, int) else None
+    if owner is not None:
+        return RegisterOwner(owner, from_threads=True)
+    return RegisterOwner(None, misfit=count)
 
 
 @dataclass(frozen=True)
@@ -290,6 +338,13 @@ class KernelLaunch:
                 return self.unit(warpgroups[-1])
         above_thread = [scope for scope in levels if scope.level != Level.THREAD]
         return self.unit(above_thread[-1]) if above_thread else self.threads
+
+    def register_unit(self, context: Context) -> int:
+        """Threads per instance that hold one copy of a fragment at a statement (`register_owner`)."""
+        owner = register_owner(context)
+        if owner.from_threads and owner.level is not None:
+            return owner.level.unit or 1
+        return self.issuing_unit(context, "mma")
 
     # ------------------------------------------------------------------ thread variables
 

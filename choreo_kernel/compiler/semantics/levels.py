@@ -53,6 +53,21 @@ _UNIT = {Level.WARPGROUP: 128, Level.WARP: 32, Level.THREAD: 1}
 WARPGROUP_THREADS = 128
 WARP_THREADS = 32
 MAX_THREADS_PER_BLOCK = 1024
+REGISTER_TILE_ROWS = {
+    Level.WARPGROUP: 64,
+    Level.WARP: 16,
+}  # the rows of one tile of a level's register layout
+
+
+def register_level(levels: tuple[Level, ...]) -> Level | None:
+    """Whose registers an MMA, an accumulator or a fragment uses, by the group levels around it: a
+    warpgroup's (WGMMA's layouts) where a `group-4` encloses it, else a warp's (mma.sync's) where a `group`
+    does; None outside both (semantics/launch.py's register_owner also reads `thread` scopes)."""
+    if Level.WARPGROUP in levels:
+        return Level.WARPGROUP
+    if Level.WARP in levels:
+        return Level.WARP
+    return None
 
 
 class Storage(_Word):

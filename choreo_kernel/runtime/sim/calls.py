@@ -3,7 +3,7 @@
 A call runs the device function natively (device_library.py) once for each thread of the frame,
 as each GPU thread that reaches it does: scalars by value, data as the address of its first
 element in the buffer's row-major memory, so the function sees the same neighbours it would on
-the GPU. An atomic serializes the frame's threads in their order: each sees the element as the
+the GPU, and a fragment as the thread's own registers of it (ThreadRegisters). An atomic serializes the frame's threads in their order: each sees the element as the
 threads before it left it, and gets that as its old value.
 """
 
@@ -16,11 +16,13 @@ import numpy as np
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import atomic_arity
 from choreo_kernel.compiler.analysis.values import NARROW_FLOAT_TYPES
+from choreo_kernel.compiler.semantics.register_layout import RegisterLayout
 from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
 from choreo_kernel.runtime.sim import arith
 from choreo_kernel.runtime.sim.device_library import DeviceLibrary, DeviceStop
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.frames import Frame
+from choreo_kernel.runtime.sim.registers import tile_of
 from choreo_kernel.runtime.sim.views import Bounded, Element, View
 
 
@@ -43,11 +45,16 @@ class DeviceEvaluation:
             raise SimError(f"the sim has no build of this call of '{expr.callee}' (a bug in choreo-kernel)")
         count = len(frame.lanes)
         columns = []
+        held: list[ThreadRegisters] = []
         for arg, passed in zip(expr.args, site.info.arguments):
             if isinstance(arg, ast.ForeignCast):  # the entry point casts what it passes (device_library.py)
                 arg = arg.operand
             if passed.kind == "null":
                 columns.append(np.zeros(count, dtype=np.uint64))
+            elif passed.kind == "registers" and passed.layout is not None:
+                registers = ThreadRegisters(self.value(arg, frame), passed.layout, passed.type, frame.lanes)
+                held.append(registers)
+                columns.append(registers.addresses)
             elif passed.kind == "data":
                 columns.append(addresses(self.view(arg, frame), count))
             else:
@@ -59,6 +66,8 @@ class DeviceEvaluation:
             result = device.run(site, columns, frame.lanes, block.index3, block.grid3, block.threads)
         except DeviceStop as stop:
             raise SimError(str(stop)) from None
+        for registers in held:
+            registers.write_back()
         if result is not None and site.info.result in NARROW_FLOAT_TYPES:
             return arith.convert(result, site.info.result)  # rounded, as the CUDA lowering rounds it
         return result
@@ -69,6 +78,30 @@ class DeviceEvaluation:
         element = self.element(expr.args[0], frame)
         operands = [_plain(self.value(arg, frame)) for arg in expr.args[1:]]
         return atomic(name, element, operands, len(frame.lanes))
+
+
+class ThreadRegisters:
+    """Each thread's registers of a fragment or an accumulator, as the GPU holds them: the elements that
+    semantics/register_layout.py gives the thread, in its order, copied out for the call and back after
+    it (a row vector's from the first lane of each quad, which the CUDA lowering shuffles to the others)."""
+
+    def __init__(self, value: Any, layout: RegisterLayout, elem: str, lanes: np.ndarray) -> None:
+        items = list(value) if isinstance(value, np.ndarray) else [value]
+        self.tiles = [tile_of(item) for item in items * (len(lanes) // len(items))]
+        self.lanes = lanes
+        self.positions = [layout.positions(int(lane) % layout.threads) for lane in lanes]
+        self.keeps = [not layout.replicated or int(lane) % 4 == 0 for lane in lanes]
+        self.values = np.empty((len(lanes), layout.elements), dtype=numpy_dtype(elem))
+        for i, (tile, at) in enumerate(zip(self.tiles, self.positions)):
+            self.values[i] = tile[at]
+        self.addresses = (self.values.ctypes.data + np.arange(len(lanes)) * self.values[0:1].nbytes).astype(
+            np.uint64
+        )
+
+    def write_back(self) -> None:
+        for tile, at, keep, values in zip(self.tiles, self.positions, self.keeps, self.values):
+            if keep:
+                tile[at] = values.astype(tile.dtype)
 
 
 def _plain(value: Any) -> Any:

@@ -338,7 +338,7 @@ def _argument(argument: DeviceArgument, position: int) -> str:
     """What the entry point passes for one argument, from its column; `(T)(...)` for a foreign cast."""
     if argument.kind == "null":
         text = "nullptr"
-    elif argument.kind == "data":
+    elif argument.kind in ("data", "registers"):
         pointee = (
             CUDA_HALF_TYPES[argument.type][0]
             if argument.type in CUDA_HALF_TYPES

@@ -1,7 +1,7 @@
 """Register fragments on the sim: `frag` buffers, `apply`, `reduce_max` / `reduce_sum`, `copy`, `__to<T>`.
 
-A fragment, like an accumulator, is one object per warpgroup instance (operations.Fragment, its tile
-a NumPy array); where its elements sit in registers is the CUDA lowering's business, and here every
+A fragment, like an accumulator, is one object (operations.Fragment, its tile a NumPy array) per
+instance of the warpgroup or warp that holds it (semantics/launch.py, `register_owner`); where its elements sit in registers is the CUDA lowering's business, and here every
 instance sees its logical [M, N] (or [M]) array. `apply {i, j} in x.span` runs its body once for all
 elements of all instances together: the body's frame has one virtual thread per (instance, i, j),
 each seeing the variables of its instance's first thread, so the element-wise body (the analysis
@@ -58,7 +58,7 @@ class Fragments:
         self.evaluator = evaluator
 
     def _group(self, stmt: ast.Stmt, frame: Frame) -> Instances:
-        return instances(frame.lanes, frame.block.issuing_unit(self.info.context_of[id(stmt)], "mma"))
+        return instances(frame.lanes, frame.block.register_unit(self.info.context_of[id(stmt)]))
 
     def declare(self, stmt: ast.BufferDecl, frame: Frame) -> None:
         """`frag f32[64] m {-inf};`: a new fragment per warpgroup instance."""

@@ -136,6 +136,10 @@ class Block:
     cluster: Any = None  # the thread-block cluster it runs in (a clusters.Cluster)
     rank: int = 0  # its rank in that cluster
 
+    def register_unit(self, context: Context) -> int:
+        """Threads per instance that hold one copy of a fragment (the model's, semantics/launch.py)."""
+        return self.launch.register_unit(context) if self.launch is not None else self.threads
+
     def issuing_unit(self, context: Context, family: Family) -> int:
         """Threads per instance of the level that runs an operation (the model's, semantics/launch.py)."""
         return self.launch.issuing_unit(context, family) if self.launch is not None else self.threads

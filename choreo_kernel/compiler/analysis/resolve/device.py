@@ -13,17 +13,20 @@ from dataclasses import replace
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import ATOMIC_TYPES, NAMED_OPERAND, atomic_arity
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
+from choreo_kernel.compiler.analysis.resolve.warp_mma import on_warp
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     CUDA_HALF_TYPES,
     NARROW_FLOAT_TYPES,
     UNKNOWN,
+    Accumulator,
     Bounded,
     BufferArray,
     Data,
     DeviceArgument,
     DeviceCallInfo,
     DeviceResult,
+    Fragment,
     Future,
     Scalar,
     TemplateValue,
@@ -31,9 +34,12 @@ from choreo_kernel.compiler.analysis.values import (
     Value,
 )
 from choreo_kernel.compiler.printer import expression
+from choreo_kernel.compiler.semantics.launch import register_owner
 from choreo_kernel.compiler.semantics.levels import Storage
+from choreo_kernel.compiler.semantics.register_layout import RegisterLayout
 
 NULL_POINTER = "nullptr"
+REGISTER_ARGUMENT_TYPES = ("f32", "f16", "bf16")  # a thread's registers as float*, __half*, __nv_bfloat16*
 
 
 def ordinal(position: int) -> str:
@@ -101,6 +107,8 @@ class DeviceRules(ResolverBase):
         ):
             return DeviceArgument("data", value.elem)
         which = f"the {ordinal(position)} argument of '{callee}'"
+        if isinstance(value, Accumulator) or (isinstance(value, Fragment) and value.registers):
+            return self._register_argument(which, arg, value)
         if isinstance(value, Data):
             problem = (
                 f"{which} is {value.elem} data, which device functions cannot take yet (f16 and bf16 data "
@@ -125,6 +133,38 @@ class DeviceRules(ResolverBase):
             return DeviceArgument("value", "s32")
         self.error(problem, arg.span)
         return DeviceArgument("value", "s32")
+
+    def _register_argument(self, which: str, arg: ast.Expr, value: Accumulator | Fragment) -> DeviceArgument:
+        """A fragment or an accumulator passes the calling thread's registers of it: a pointer to its
+        elements in the layout semantics/register_layout.py names (who may call: device_checks.py)."""
+        symbol = self._symbol_of_name(arg)
+        fallback = DeviceArgument("value", "s32")
+        if symbol is None:
+            self.error(f"{which} passes a fragment's registers: name the fragment itself", arg.span)
+            return fallback
+        if isinstance(value, Fragment):
+            elem, dims = value.data.elem, value.data.dims
+            declaration = self.info.context_of.get(id(symbol.declaration))
+            tile_rows = register_owner(declaration).tile_rows if declaration is not None else 64
+        else:
+            elem, dims = value.elem, symbol.accumulator_shape or ()
+            tile_rows = 16 if on_warp(self.info.mma_owners.get(symbol)) else 64
+        if elem not in REGISTER_ARGUMENT_TYPES:
+            self.error(
+                f"{which} is the registers of {elem} '{symbol.name}'; device functions take the registers of "
+                f"{', '.join(REGISTER_ARGUMENT_TYPES)} fragments and accumulators",
+                arg.span,
+            )
+            return fallback
+        if not dims or not all(isinstance(d, int) for d in dims):
+            self.error(
+                f"{which} passes the registers of '{symbol.name}', whose shape is not known here (an accumulator "
+                "takes it from its first MMA, which must come before the call)",
+                arg.span,
+            )
+            return fallback
+        layout = RegisterLayout(tuple(int(d) for d in dims), tile_rows)
+        return DeviceArgument("registers", elem, layout=layout)
 
     # ------------------------------------------------------------------ atomics
 

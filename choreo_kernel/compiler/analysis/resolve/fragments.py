@@ -1,7 +1,8 @@
 """Register-level compute: `frag` declarations, `apply`, row reductions, `copy` and whole-fragment `__to`.
 
 A fragment (`frag f32[64] m {-inf};`, `frag f16[64, 128] p;`) and an MMA accumulator hold their
-elements in the registers of one warpgroup, so both live inside a `group-4` scope. Their elements are
+elements in the registers of one warpgroup or one warp: a `group-4` or `group` scope, or a `thread`
+scope of 128 or 32 threads (semantics/launch.py, `register_owner`). Their elements are
 read and written only inside `apply {i, j} in x.span`, at exactly the apply's own indices: `x.at(i, j)`
 for a fragment of the spanned shape, `m.at(i)` for a row vector of its rows. That keeps every element
 with the thread that owns it on CUDA (the accumulator layout of WGMMA), while the program still sees
@@ -32,9 +33,12 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import Note, Span
 from choreo_kernel.compiler.printer import expression
-from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.launch import register_owner
+from choreo_kernel.compiler.semantics.levels import Storage
 
-FRAGMENT_TYPES = ("f32", "f16", "bf16")
+FRAGMENT_TYPES = ("f32", "f16", "bf16", "f8_e4m3", "f8_e5m2")
+EIGHT_BIT = ("f8_e4m3", "f8_e5m2")  # in WGMMA's 8-bit A layout (k32), not the accumulator layout
+CONVERSIONS = ("f32", "f16", "bf16")  # what an accumulator converts into in its own registers
 UPDATES = ("+=", "-=", "*=", "/=")
 USAGES = {"copy": "copy(DST, SRC)", "all_reduce_sum": "all_reduce_sum(ROWS)"}
 APPLY_STATEMENTS = (ast.Assign, ast.If, ast.Block, ast.ScalarDecl, ast.Empty)
@@ -66,8 +70,15 @@ class FragmentRules(TupleRules):
             )
         if stmt.array_dims:
             self.error(f"fragment '{stmt.name}' cannot be an array of fragments", stmt.array_dims[0].span)
-        on_warp = Level.WARP in context.level_kinds and Level.WARPGROUP not in context.level_kinds
-        self._check_fragment_shape(dims, stmt.name, stmt.span, 16 if on_warp else 64)
+        owner = register_owner(context)
+        if owner.misfit is not None:
+            self.error(
+                f"fragment '{stmt.name}' is held by the threads of one warpgroup (128) or one warp (32), and this "
+                f"'thread' scope has {owner.misfit}: declare it in a 'parallel t by 128 : thread' (or 'by 32'), "
+                "or in a 'group-4' or 'group' scope",
+                stmt.span,
+            )
+        self._check_fragment_shape(dims, stmt.name, stmt.span, owner.tile_rows, stmt.elem_type in EIGHT_BIT)
         if stmt.init is not None:
             if len(stmt.init) != 1:
                 self.error(f"fragment '{stmt.name}' is filled with one value: '{{v}}'", stmt.span)
@@ -79,11 +90,16 @@ class FragmentRules(TupleRules):
             Symbol(stmt.name, value, stmt.name_span, declaration=stmt, origin="buffer"), stmt.name_span
         )
 
-    def _check_fragment_shape(self, dims: tuple[Dim, ...], name: str, span: Span, tile_rows: int) -> None:
+    def _check_fragment_shape(
+        self, dims: tuple[Dim, ...], name: str, span: Span, tile_rows: int, eight_bit: bool
+    ) -> None:
         if len(dims) not in (1, 2):
             self.error(
                 f"fragment '{name}' is a row vector [M] or a tile [M, N], not {shape_text(dims)}", span
             )
+            return
+        if eight_bit:
+            self._check_eight_bit_shape(dims, name, span, tile_rows)
             return
         rows_ok = not isinstance(dims[0], int) or dims[0] % tile_rows == 0
         columns = dims[1] if len(dims) == 2 else 16
@@ -97,6 +113,24 @@ class FragmentRules(TupleRules):
             )
         if not all(isinstance(d, int) for d in dims):
             self.error(f"fragment '{name}' needs a shape known at compile time (use a #define)", span)
+
+    def _check_eight_bit_shape(self, dims: tuple[Dim, ...], name: str, span: Span, tile_rows: int) -> None:
+        """An 8-bit fragment is an A operand from registers: a tile in WGMMA's k32 layout (4 elements a register)."""
+        if len(dims) != 2:
+            self.error(
+                f"an 8-bit fragment is an MMA's A operand, a tile [M, K]; '{name}' is {shape_text(dims)}",
+                span,
+            )
+            return
+        rows, columns = dims
+        if not all(isinstance(d, int) for d in dims):
+            self.error(f"fragment '{name}' needs a shape known at compile time (use a #define)", span)
+        elif rows % tile_rows or columns % 32:
+            self.hopper_rule(
+                f"fragment '{name}' is {shape_text(dims)}; an 8-bit fragment follows WGMMA's k32 layout of A: "
+                f"a multiple of {tile_rows} rows and of 32 columns",
+                span,
+            )
 
     # ------------------------------------------------------------------ shapes of register values
 
@@ -175,12 +209,21 @@ class FragmentRules(TupleRules):
     def _converted(self, value: Value, expr: ast.Cast) -> Value:
         """`__to<f16>(acc)`: the whole accumulator or fragment, converted element by element."""
         shape = self.register_shape(expr.operand, value)
-        if expr.type_name not in FRAGMENT_TYPES:
+        if expr.type_name not in CONVERSIONS:
             self.error(
-                f"a fragment converts into {', '.join(FRAGMENT_TYPES)}, not {expr.type_name}", expr.span
+                f"a fragment converts into {', '.join(CONVERSIONS)} in its registers, not {expr.type_name} (an 8-bit "
+                "fragment, WGMMA's k32 A layout, places elements in other threads: fill it with 'mma.load')",
+                expr.span,
             )
             return UNKNOWN
         if shape is None:
+            return UNKNOWN
+        if _element_type(value) in EIGHT_BIT:
+            self.error(
+                f"'{expression(expr.operand)}' is an 8-bit fragment, in WGMMA's k32 A layout, which other "
+                "fragments do not share: it is not converted",
+                expr.span,
+            )
             return UNKNOWN
         return Fragment(Data(expr.type_name, shape, Storage.LOCAL, expression(expr.operand)), registers=True)
 
@@ -314,10 +357,18 @@ class FragmentRules(TupleRules):
         values = [self._expr(arg) for arg in stmt.args]
         if self._applies:
             self.error(f"'{stmt.name}' works on whole fragments: call it outside 'apply'", stmt.name_span)
-        if Level.WARPGROUP not in context.level_kinds and Level.WARP not in context.level_kinds:
+        owner = register_owner(context)
+        if owner.level is None and owner.misfit is None:
             self.error(
                 f"'{stmt.name}' works on the registers of a warpgroup or a warp: call it inside a 'group-4' or "
-                "a 'group' scope",
+                "a 'group' scope, or a 'thread' scope of 128 or 32 threads",
+                stmt.span,
+            )
+        elif owner.level is None:
+            self.error(
+                f"'{stmt.name}' works on the registers of a warpgroup (128 threads) or a warp (32), and this "
+                f"'thread' scope has {owner.misfit}: use 'parallel t by 128 : thread' (or 'by 32'), or a "
+                "'group-4' or 'group' scope",
                 stmt.span,
             )
         usage = USAGES.get(stmt.name, f"{stmt.name}(ROWS, TILE, 1)")
@@ -345,6 +396,15 @@ class FragmentRules(TupleRules):
                 stmt.args[0].span,
             )
         if stmt.name == "copy":
+            kinds = {
+                _element_type(value) in EIGHT_BIT for value in values[:2] if not isinstance(value, Unknown)
+            }
+            if len(kinds) == 2 and not isinstance(stmt.args[1], ast.Cast):
+                self.error(
+                    "'copy' between an 8-bit fragment (WGMMA's k32 A layout) and another fragment: their "
+                    "threads hold different elements; copy 8-bit fragments into 8-bit ones",
+                    stmt.span,
+                )
             if known_mismatch(dst, src):
                 self.error(
                     f"'copy' of {shape_text(src)} into {shape_text(dst)}: the shapes must agree", stmt.span
@@ -376,6 +436,14 @@ class FragmentRules(TupleRules):
                 f"{expression(stmt.args[0])}.at(i) += acc.at(i, j);')",
                 stmt.args[0].span,
             )
+
+
+def _element_type(value: Value) -> str | None:
+    if isinstance(value, Fragment):
+        return value.data.elem
+    if isinstance(value, Accumulator):
+        return value.elem
+    return None
 
 
 def _assignments(body: ast.Stmt | None) -> list[ast.Assign]:

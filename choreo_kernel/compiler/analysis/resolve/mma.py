@@ -32,7 +32,7 @@ from choreo_kernel.compiler.analysis.values import (
 )
 from choreo_kernel.compiler.diagnostics import Note
 from choreo_kernel.compiler.semantics import sparsity
-from choreo_kernel.compiler.semantics.levels import Level, Storage
+from choreo_kernel.compiler.semantics.levels import Level, Storage, register_level
 from choreo_kernel.compiler.semantics.swizzle import operand_swizzle
 
 F16_ACCUMULATED = ("f16", "f8_e4m3", "f8_e5m2")  # the operands WGMMA accumulates in f16 (PTX ISA 9.7.15.5)
@@ -247,8 +247,8 @@ class MmaRules(WarpMmaRules):
                 acc_expr.span,
             )
             return info
-        on_warp = Level.WARPGROUP not in context.level_kinds and Level.WARP in context.level_kinds
-        if Level.WARPGROUP not in context.level_kinds and not on_warp:
+        on_warp = register_level(context.level_kinds) == Level.WARP
+        if register_level(context.level_kinds) is None:
             self.hopper_rule(
                 f"'{operation.text}' must run on a warp or a warpgroup: on target cuda (sm_90a) put it inside a "
                 "'group' scope (mma.sync) or a 'group-4' scope (WGMMA; for example 'parallel wg by 1 : group-4 { ... }')",

@@ -14,7 +14,7 @@ from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import Dim, Symbol
 from choreo_kernel.compiler.diagnostics import Note, Span
-from choreo_kernel.compiler.semantics.levels import Level
+from choreo_kernel.compiler.semantics.levels import Level, register_level
 from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, warp_tile_problem
 
 
@@ -66,11 +66,7 @@ class WarpMmaRules(ResolverBase):
 
 def on_warp(owner: MmaOwner | None) -> bool:
     """Whether an accumulator's MMAs run on warps (mma.sync) rather than warpgroups (WGMMA)."""
-    return (
-        owner is not None
-        and Level.WARP in owner.context.level_kinds
-        and Level.WARPGROUP not in owner.context.level_kinds
-    )
+    return owner is not None and register_level(owner.context.level_kinds) == Level.WARP
 
 
 def accumulator_type(symbol: Symbol | None, operand: str) -> str:
