@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Data, Scalar, Symbol
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
 from choreo_kernel.compiler.cuda.cexpr import evaluate as evaluate_term
 from choreo_kernel.compiler.cuda.emit import MAX_SHARED_BYTES
@@ -68,7 +68,7 @@ from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
 from choreo_kernel.runtime.cuda_include import include_options
 from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
-from choreo_kernel.runtime.host_steps import loop_indices, reads_elements, store_element
+from choreo_kernel.runtime.host_steps import host_lookup, loop_indices, reads_elements, store_element
 from choreo_kernel.runtime.launch_streams import LaunchStreams, Progress
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
@@ -450,33 +450,16 @@ class CudaFunction:
             self._synchronize(self.backend.cupy)
         progress.running = progress.unsynchronized = False
 
-    def _lookup(self, values: dict[Symbol, Any]) -> Callable[[ast.Name], Any]:
-        def lookup(name: ast.Name) -> Any:
-            symbol = self.info.symbol_of.get(id(name))
-            if symbol in values:
-                return values[symbol]
-            declaration = symbol.declaration if symbol is not None else None
-            if isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
-                return evaluate(declaration.value, lookup)
-            value = symbol.value if symbol is not None else None
-            if isinstance(value, Data) and all(isinstance(dim, int) for dim in value.dims):
-                return value.dims  # a view named at host level (`l = a.span_as(6, 64)`): its shape is known
-            if isinstance(value, Scalar) and isinstance(value.const, int):
-                return value.const  # `int WARP_M = 64;` at host level: the analysis folded it
-            raise NotEvaluable(name)
-
-        return lookup
-
     def _evaluate(self, expr: ast.Expr, values: dict[Symbol, Any]) -> Any:
         try:
-            return evaluate(expr, self._lookup(values))
+            return evaluate(expr, host_lookup(self.info, values))
         except (NotEvaluable, ZeroDivisionError) as error:
             raise ChoreoError.simple(
                 f"{self.name}(): cannot compute a size on the host at line {expr.span.line} ({error!r})"
             ) from None
 
     def _allocate(self, cupy: Any, step: HostBuffer, values: dict[Symbol, Any]) -> Any:
-        dims = shape(step.shape, self._lookup(values))
+        dims = shape(step.shape, host_lookup(self.info, values))
         dtype = storage_dtype(step.element)
         if step.fill is None:
             return cupy.empty(dims, dtype=dtype)
