@@ -15,7 +15,7 @@ from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.cuda import emit_program
 from choreo_kernel.compiler.devicecode import DevicePart, cell_parts, declared_name, merged, render
 from choreo_kernel.compiler.driver import analyze
-from choreo_kernel.runtime.cuda import NvrtcFailure, user_errors
+from choreo_kernel.runtime.compile_errors import NvrtcFailure, user_errors
 from choreo_kernel.runtime.sim.calls import atomic
 from choreo_kernel.runtime.sim.device_library import host_compiler
 from choreo_kernel.runtime.sim.views import Element
