@@ -26,6 +26,12 @@ is put in one class from its `// RUN:` lines:
   its short form `-sa=PASS`):
   counted when the analysis reports no error; the CUDA lowering's limits do not count there.
 - end2end: the compile files under tests/gpu/end2end, reported on their own.
+- emit only: compile files whose nvcc build fails only because they call functions that nothing
+  defines (`call kernel(x)`, `call mylib::f<...>(...)` with no `kernel` or `mylib` in the file):
+  Croqtile's test only reads the CUDA it emits, which would not build either. Found from nvcc's
+  errors (each is about such a call, as the kernel reports it: "'kernel' is not defined") and from
+  the source (the name appears nowhere but in its calls); the nvcc rate is printed with and
+  without them.
 Prints the rates and, with --show, every file of a class with its first problem.
 """
 
@@ -40,15 +46,22 @@ import sys
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from choreo_kernel.compiler.cuda import emit_program  # noqa: E402
+from choreo_kernel.compiler.cuda import HEADER, emit_program, header_text  # noqa: E402
 from choreo_kernel.compiler.diagnostics import Diagnostic  # noqa: E402
 from choreo_kernel.compiler.driver import analyze  # noqa: E402
+from choreo_kernel.compiler.program import Analysis  # noqa: E402
+from choreo_kernel.runtime.compile_errors import (  # noqa: E402
+    NOT_DEFINED,
+    NvrtcFailure,
+    statement_line,
+    user_errors,
+)
 
 PARSE_ONLY = re.compile(r"(^|\s)-e(\s|$)")
 FRONT_END_ONLY = re.compile(r"(^|\s)(-i|-vn|--stop-after[= ]\S+|-sa=\S+)(\s|$)")
@@ -123,7 +136,25 @@ class Result:
     problem: str = ""  # our first error, or what nvcc said
     expected: str = ""  # must-fail: the CHECKed message
     defines: dict[str, object] = field(default_factory=dict)
+    undefined: tuple[str, ...] = ()  # emit only: the functions it calls that nothing defines
     cuda: str = field(default="", repr=False)  # the emitted translation unit, for nvcc
+    source: str = field(default="", repr=False)
+    analysis: Analysis | None = field(default=None, repr=False)
+
+
+# What --json writes of a result (the emitted CUDA, the source and the analysis stay out).
+FIELDS = (
+    "path",
+    "kind",
+    "checked",
+    "emitted",
+    "built",
+    "same_reason",
+    "problem",
+    "expected",
+    "defines",
+    "undefined",
+)
 
 
 def runs(text: str) -> list[str]:
@@ -295,11 +326,46 @@ def measure(path: Path, relative: str, kind: str) -> Result:
     if kind != "compile":
         return result
     try:
-        result.cuda = emit_program(analysis, self_contained=True)
+        result.cuda = emit_program(analysis, self_contained=False)  # as NVRTC compiles it, beside the header
         result.emitted = True
+        result.source, result.analysis = text, analysis
     except Exception as error:
         result.problem = f"emit: {error}"
     return result
+
+
+def defined_in_file(source: str, callee: str) -> bool:
+    """Whether the file may define `callee`: its namespaces declared (`namespace mylib`), or its name
+    written anywhere but in its calls (with their template arguments) and in comments."""
+    *namespaces, name = callee.split("::")
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    if any(re.search(rf"\bnamespace\s+{re.escape(part)}\b", text) for part in namespaces):
+        return True
+    text = re.sub(rf"\bcall\s+{re.escape(callee)}\s*(?:<[^;()]*>)?", " ", text)
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
+def undefined_calls(result: Result, log: str) -> tuple[str, ...]:
+    """The functions `result`'s program calls that nothing defines, when nvcc's errors are all about
+    them (every error on the line of such a call), else ()."""
+    assert result.analysis is not None and result.analysis.lowered is not None
+    lines = result.analysis.lowered.device_lines
+    failure = NvrtcFailure(log)
+    reported = user_errors(failure, result.cuda, lines, result.source, Path(result.path).name)
+    diagnostics = [] if reported is failure else reported.diagnostics
+    if not diagnostics or not all(d.message.endswith(NOT_DEFINED) for d in diagnostics):
+        return ()
+    callees = {d.message.split("'")[1] for d in diagnostics}
+    if any(defined_in_file(result.source, callee) for callee in callees):
+        return ()
+    unit_lines = result.cuda.split("\n")
+    called = {d.line for d in diagnostics}
+    for match in re.finditer(r"\((\d+)\): (?:catastrophic )?error", log):
+        line = int(match.group(1))
+        statement = None if lines.locate(line) else statement_line(unit_lines, line)
+        if statement is None or statement[0] not in called:
+            return ()
+    return tuple(sorted(callees))
 
 
 def build(result: Result, directory: Path, nvcc: str) -> None:
@@ -320,10 +386,13 @@ def build(result: Result, directory: Path, nvcc: str) -> None:
     )
     result.built = done.returncode == 0
     if not result.built:
+        result.undefined = undefined_calls(result, done.stdout + done.stderr)
         first = next(
             (line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[:200]
         )
         result.problem = f"nvcc: {first}"
+        if result.undefined:
+            result.problem = "emit only: calls functions no file defines: " + ", ".join(result.undefined)
 
 
 def rate(part: int, whole: int) -> str:
@@ -356,6 +425,7 @@ def main() -> None:
     if args.nvcc and nvcc:
         emitted = [r for r in results if r.emitted]
         with tempfile.TemporaryDirectory() as directory, ThreadPoolExecutor(args.jobs) as pool:
+            (Path(directory) / HEADER).write_text(header_text())
             list(pool.map(lambda r: build(r, Path(directory), nvcc), emitted))
     compile_results = [r for r in results if r.kind == "compile"]
     must_fail = [r for r in results if r.kind == "must-fail"]
@@ -366,11 +436,23 @@ def main() -> None:
     )
     for name, group in (("compile", compile_results), ("end2end", end2end)):
         built = sum(bool(r.built) for r in group)
+        emit_only = [r for r in group if r.undefined]
         print(
             f"{name:9} check {rate(sum(r.checked for r in group), len(group))}, "
             f"emit {rate(sum(r.emitted for r in group), len(group))}"
             + (f", nvcc sm_90a {rate(built, len(group))}" if args.nvcc else "")
+            + (
+                f"; without the {len(emit_only)} emit-only programs {rate(built, len(group) - len(emit_only))}"
+                if emit_only
+                else ""
+            )
         )
+        if emit_only:
+            names = sorted({callee for r in emit_only for callee in r.undefined})
+            print(
+                f"{'':9} emit only: calls functions no file defines: {len(emit_only)} programs "
+                f"({', '.join(names)}); Croqtile's own output would not build either"
+            )
     for name, group in stopped_early.items():
         print(
             f"{name:9} accepted {rate(sum(r.checked for r in group), len(group))} (Croqtile stops there too)"
@@ -397,7 +479,7 @@ def main() -> None:
             extra = f"   expected: {r.expected[:120]}" if show == "must-fail" and not r.same_reason else ""
             print(f"{mark}{r.path}: {r.problem[:140]}{extra}")
     if args.json:
-        rows = [{k: v for k, v in asdict(r).items() if k != "cuda"} for r in results]
+        rows = [{k: getattr(r, k) for k in FIELDS} for r in results]
         args.json.write_text(json.dumps(rows, indent=1))
 
 

@@ -287,7 +287,9 @@ _SS_RHS = pattern(np.int64, (_SS_N, _SS_K), (2, 1), 3, 0).astype(np.float32) * 0
 _SS = Tolerance(0.1)
 
 
-def _ss(function: str, operand: Any, out: Any, rows: int = _SS_M, cols: int = _SS_N) -> Call:
+def _ss(
+    function: str, operand: Any, out: Any, rows: int = _SS_M, cols: int = _SS_N, differs: str | None = None
+) -> Call:
     lhs, rhs = _SS_LHS[:rows].astype(operand), _SS_RHS[:cols].astype(operand)
     return Call(
         function,
@@ -295,6 +297,7 @@ def _ss(function: str, operand: Any, out: Any, rows: int = _SS_M, cols: int = _S
         lambda a, b, o: row_row(a, b),
         _SS,
         written=(2,),
+        differs=differs,
     )
 
 
@@ -318,7 +321,9 @@ WGMMA_SS = Program(
         _ss("matmul_e4m3", E4M3, F32),
         _ss("matmul_f16", F16, F16),
         _ss("matmul_e4m3_mwg", E4M3, F16),
-        _ss("matmul_e4m3_mwg_tbc", E4M3, F16),
+        # 384 / 128 = 3 blocks along x in clusters of 4: CUDA launches whole clusters only, so the launch
+        # fails (Croqtile's main does not see it: its output still holds the previous call's product)
+        _ss("matmul_e4m3_mwg_tbc", E4M3, F16, differs="3 blocks along x are not whole clusters of 4"),
         _blockscale_ss(),
         _ss("matmul_f16_tbc", F16, F16),
         Call(
@@ -333,7 +338,6 @@ WGMMA_SS = Program(
         _ss("matmul_f16_ws_1p3c", F16, F16),
         _ss("matmul_e4m3_ws_tbc", E4M3, F16),
     ],
-    pending=NOT_YET_COMPILED,
 )
 
 

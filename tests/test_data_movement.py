@@ -379,3 +379,31 @@ __co__ void f(f32 [N] x) {
     (launch,) = launches_of(source, "f")
     (scratch,) = [parameter for parameter in launch.parameters if parameter.kind == "scratch"]
     assert scratch.size is not None and evaluate(scratch.size, {"N": n}) == 4 * elements
+
+
+CDIV_CHUNKS = """
+__co__ void chunks(f32 [M, K] a, f32 [N, K] b) {
+  int TILE = 64;
+  int tiles = cdiv(N, TILE);
+  parallel {p, q} by [tiles, cdiv(K, 32)] : block {
+    x = dma.copy b.chunkat(p, q) => shared;
+    y = dma.copy a.chunkat(p, q) => shared;
+    z = dma.copy b.chunkat(p, _) => shared;
+  }
+}
+"""
+
+
+def test_a_chunkat_by_a_cdiv_bound_cuts_tiles_of_its_divisor() -> None:
+    """`#p` = cdiv(N, 64) (through a name) tiles b's N by 64, `#q` = cdiv(K, 32) K by 32: [64, 32]
+    tiles known when compiling; a's M is another dimension, which `#p` splits as any bound does."""
+    analysis = analyze(CDIV_CHUNKS, target="sim")
+    assert not [d for d in analysis.diagnostics if d.severity == "error"]
+    info = analysis.functions["chunks"]
+    shapes = {
+        symbol.name: info.operations[id(stmt)].destination.dims
+        for stmt in ast.walk_statements(info.function.body)
+        if isinstance(stmt, ast.OperationStmt) and (symbol := info.futures.get(id(stmt))) is not None
+    }
+    assert shapes == {"x": (64, 32), "y": ("M / ((N + 64 - 1) / 64)", 32), "z": (64, "K")}
+    assert set(info.ceil_chunks.values()) == {(64, 32), (None, 32), (64, None)}

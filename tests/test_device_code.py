@@ -15,7 +15,7 @@ from choreo_kernel.compiler import ast, printer
 from choreo_kernel.compiler.cuda import emit_program
 from choreo_kernel.compiler.devicecode import DevicePart, cell_parts, declared_name, merged, render
 from choreo_kernel.compiler.driver import analyze
-from choreo_kernel.runtime.cuda import NvrtcFailure, user_errors
+from choreo_kernel.runtime.compile_errors import NvrtcFailure, user_errors
 from choreo_kernel.runtime.sim.calls import atomic
 from choreo_kernel.runtime.sim.device_library import host_compiler
 from choreo_kernel.runtime.sim.views import Element
@@ -470,3 +470,48 @@ def test_nvrtc_is_given_cudas_include_directory_only_for_the_half_headers(
             cuda_include.include_options("#include <cuda_bf16.h>\n")
     finally:
         cuda_include.cuda_include_directory.cache_clear()
+
+
+UNDEFINED_CALLS = """\
+__co__ f32 [4] f(f32 [4] x) {
+  f32 [4] y;
+  parallel t by 4 : thread {
+    call kernel(x);
+    y.at(t) = x.at(t);
+    mutable int k = call mylib::compute<64>(t);
+    y.at(t) = k;
+  }
+  return y;
+}
+"""
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
+def test_a_call_of_a_function_nothing_defines_is_reported_at_its_callee(tmp_path: Path) -> None:
+    """nvcc's (and NVRTC's) 'identifier "kernel" is undefined' and 'name followed by "::" must be a class or
+    namespace name' become one error at each callee, in the user's words; not a dump of the compiler."""
+    analysis = analyze(UNDEFINED_CALLS, filename="f.co")
+    assert analysis.lowered is not None
+    unit = tmp_path / "choreo.cu"
+    unit.write_text(emit_program(analysis, self_contained=False))
+    from choreo_kernel.compiler.cuda import header_text
+
+    (tmp_path / "choreo_runtime.cuh").write_text(header_text())
+    done = subprocess.run(
+        [NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "x.cubin"), str(unit)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    error = user_errors(
+        _failure(done.stdout + done.stderr),
+        unit.read_text(),
+        analysis.lowered.device_lines,
+        UNDEFINED_CALLS,
+        "f.co",
+    )
+    assert [(d.line, d.column, d.end_column, d.message) for d in error.diagnostics] == [
+        (4, 10, 16, "'kernel' is not defined: declare it in the file's C++ part or in a %%cuda cell"),
+        (6, 26, 40, "'mylib::compute' is not defined: declare it in the file's C++ part or in a %%cuda cell"),
+    ]

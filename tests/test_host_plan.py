@@ -5,10 +5,13 @@ host, `sync.global` a wait; the host's element writes give what the sim gives.""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import choreo_kernel as ck
 from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.device_checks import own_expressions
 from choreo_kernel.compiler.cuda.plan import (
+    HostBuffer,
     HostIf,
     HostLoop,
     HostPrint,
@@ -19,8 +22,8 @@ from choreo_kernel.compiler.cuda.plan import (
     Step,
 )
 from choreo_kernel.compiler.driver import analyze
-from choreo_kernel.compiler.semantics.evaluate import evaluate
-from choreo_kernel.runtime.host_steps import loop_indices, store_element
+from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
+from choreo_kernel.runtime.host_steps import host_lookup, loop_indices, store_element
 
 SOURCE = """
 __co__ void phases(f32 [8] &a, f32 [8] &b) {
@@ -139,3 +142,44 @@ __co__ void twice(bf16 [4] &x, f32 [4] &y) {
     errors = [d for d in analysis.diagnostics if d.severity == "error"]
     assert [(d.line, d.column) for d in errors] == [(5, 5)], errors
     assert "'x' holds bf16" in errors[0].message
+
+
+HOST_NAMES = """
+__co__ f32 [6, 64] rows(f32 [384] a) {
+  int WIDTH = 64;
+  l = a.span_as([6, WIDTH]);
+  f32 [l.span] out;
+  parallel r by 6 : block {
+    parallel c by WIDTH : thread
+      out.at(r, c) = l.at(r, c) * 2.0f;
+  }
+  return out;
+}
+"""
+
+
+def test_the_host_reads_an_int_constant_and_the_shape_of_a_view_named_at_host_level() -> None:
+    """The sizes of the host plan: `out`'s shape is that of the host-level view `l`, the threads of the
+    inner parallel the host-level `int WIDTH`; an argument comes from the values, a kernel's own
+    variable is not the host's to read."""
+    analysis = analyze(HOST_NAMES, target="cuda")
+    assert not [d for d in analysis.diagnostics if d.severity == "error"]
+    assert analysis.lowered is not None
+    info = analysis.functions["rows"]
+    names = {
+        node.id: node
+        for stmt in ast.walk_statements(info.function.body)
+        for expr in own_expressions(stmt)
+        for node in ast.walk_expr(expr)
+        if isinstance(node, ast.Name)
+    }
+    argument = np.arange(384, dtype=np.float32)
+    lookup = host_lookup(info, {info.symbol_of[id(names["a"])]: argument})
+    buffer = analysis.lowered.plans["rows"].steps[0]
+    assert isinstance(buffer, HostBuffer) and buffer.symbol.name == "out"
+    assert shape(buffer.shape, lookup) == (6, 64)
+    assert evaluate(names["a"], lookup) is argument
+    assert evaluate(names["WIDTH"], lookup) == 64
+    assert evaluate(names["l"], lookup) == (6, 64)
+    with pytest.raises(NotEvaluable):
+        evaluate(names["r"], lookup)

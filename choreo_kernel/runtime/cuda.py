@@ -26,7 +26,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import struct
 import sys
 import time
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Data, Scalar, Symbol
+from choreo_kernel.compiler.analysis.values import SUB_BYTE_BITS, Symbol
 from choreo_kernel.compiler.cuda import HEADER, LoweredProgram, header_text
 from choreo_kernel.compiler.cuda.cexpr import evaluate as evaluate_term
 from choreo_kernel.compiler.cuda.emit import MAX_SHARED_BYTES
@@ -55,8 +54,8 @@ from choreo_kernel.compiler.cuda.plan import (
     Launch,
     Step,
 )
-from choreo_kernel.compiler.devicecode import DevicePart, LineMap, render
-from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic, Span
+from choreo_kernel.compiler.devicecode import DevicePart, render
+from choreo_kernel.compiler.diagnostics import ERROR, ChoreoError, Diagnostic
 from choreo_kernel.compiler.program import Analysis
 from choreo_kernel.compiler.semantics.evaluate import NotEvaluable, evaluate, shape
 from choreo_kernel.compiler.semantics.launch import (
@@ -66,9 +65,10 @@ from choreo_kernel.compiler.semantics.launch import (
 )
 from choreo_kernel.compiler.version import __version__
 from choreo_kernel.runtime.cache import cache_directory, cached_file
+from choreo_kernel.runtime.compile_errors import NvrtcFailure, user_errors
 from choreo_kernel.runtime.cuda_include import include_options
 from choreo_kernel.runtime.dtypes import DEVICE_BITS, numpy_dtype
-from choreo_kernel.runtime.host_steps import loop_indices, reads_elements, store_element
+from choreo_kernel.runtime.host_steps import host_lookup, loop_indices, reads_elements, store_element
 from choreo_kernel.runtime.launch_streams import LaunchStreams, Progress
 from choreo_kernel.runtime.reports import flush_device_output, host_print, site_failure
 from choreo_kernel.runtime.signature import bind_arguments
@@ -128,10 +128,6 @@ def nvrtc_options(arch: str) -> tuple[str, ...]:
 
 
 _loaded: dict[str, Any] = {}  # cache key -> RawModule, for this process
-_NVRTC_MESSAGE = re.compile(
-    r"^[^\n(]+\((?P<line>\d+)\): (?:catastrophic )?error: (?P<text>.*)$", re.MULTILINE
-)
-_LINE_COMMENT = re.compile(r"^\s*// line (\d+): ")
 
 
 def clear_loaded_modules() -> None:
@@ -177,16 +173,6 @@ def nvrtc_ptx(source: str, arch: str) -> str:
     return ptx.decode() if isinstance(ptx, bytes) else str(ptx)
 
 
-class NvrtcFailure(ChoreoError):
-    """NVRTC refused a translation unit; `log` is what it said."""
-
-    def __init__(self, log: str) -> None:
-        super().__init__([])
-        self.log = log
-        self.message = f"NVRTC could not compile the emitted CUDA (a bug in choreo-kernel's lowering):\n{log}"
-        self.args = (self.message,)
-
-
 def _nvrtc(nvrtc: Any, source: str, header: str, options: Sequence[str], result: Callable[[Any], Any]) -> Any:
     """`result(program)` (its cubin or its PTX) after compiling `source` with NVRTC."""
     program = nvrtc.createProgram(source, UNIT, [header.encode()], [HEADER.encode()])
@@ -230,55 +216,6 @@ def check_device_code(parts: Sequence[DevicePart], source: str, filename: str) -
         compile_module(unit)
     except NvrtcFailure as failure:
         raise user_errors(failure, unit, line_map, source, filename) from None
-
-
-def user_errors(failure: NvrtcFailure, unit: str, lines: LineMap, source: str, filename: str) -> ChoreoError:
-    """NVRTC's errors about the user's code, at the user's lines: in device code, at the line it came
-    from; in a kernel, at the Choreo statement whose `// line N:` comment precedes it when that
-    statement calls a device function. Anything else is the lowering's own fault: `failure` itself."""
-    unit_lines = unit.split("\n")
-    diagnostics = []
-    for match in _NVRTC_MESSAGE.finditer(failure.log):
-        line, text = int(match.group("line")), match.group("text")
-        found = lines.locate(line)
-        if found is not None:
-            part, origin_line = found
-            if part.origin == filename:
-                diagnostics.append(
-                    Diagnostic(ERROR, f"NVRTC rejects this device code: {text}", _line_span(origin_line))
-                )
-            else:
-                message = (
-                    f"the device code of {part.origin} does not compile: {part.origin}:{origin_line}: {text}"
-                )
-                diagnostics.append(Diagnostic(ERROR, message, _line_span(1)))
-            continue
-        statement = _statement_line(unit_lines, line)
-        if statement is not None and "call " in unit_lines[statement[1] - 1]:
-            message = f"NVRTC rejects the device function call on this line: {text}"
-            diagnostics.append(Diagnostic(ERROR, message, _call_span(source, statement[0])))
-    return ChoreoError(diagnostics, source, filename) if diagnostics else failure
-
-
-def _statement_line(unit_lines: list[str], line: int) -> tuple[int, int] | None:
-    """The Choreo line that the lowered statement around unit line `line` implements, and the unit line
-    of its comment."""
-    for number in range(min(line, len(unit_lines)), 0, -1):
-        marker = _LINE_COMMENT.match(unit_lines[number - 1])
-        if marker is not None:
-            return int(marker.group(1)), number
-    return None
-
-
-def _line_span(line: int) -> Span:
-    return Span(line, 1, line, 2)
-
-
-def _call_span(source: str, line: int) -> Span:
-    """The `call` on source line `line` (the line's start if the source is not at hand)."""
-    lines = source.splitlines()
-    column = lines[line - 1].find("call ") + 1 if 0 < line <= len(lines) else 0
-    return Span(line, column, line, column + 4) if column > 0 else _line_span(line)
 
 
 # ---------------------------------------------------------------------------- running
@@ -450,33 +387,16 @@ class CudaFunction:
             self._synchronize(self.backend.cupy)
         progress.running = progress.unsynchronized = False
 
-    def _lookup(self, values: dict[Symbol, Any]) -> Callable[[ast.Name], Any]:
-        def lookup(name: ast.Name) -> Any:
-            symbol = self.info.symbol_of.get(id(name))
-            if symbol in values:
-                return values[symbol]
-            declaration = symbol.declaration if symbol is not None else None
-            if isinstance(declaration, ast.ShapeDecl | ast.TupleDecl):
-                return evaluate(declaration.value, lookup)
-            value = symbol.value if symbol is not None else None
-            if isinstance(value, Data) and all(isinstance(dim, int) for dim in value.dims):
-                return value.dims  # a view named at host level (`l = a.span_as(6, 64)`): its shape is known
-            if isinstance(value, Scalar) and isinstance(value.const, int):
-                return value.const  # `int WARP_M = 64;` at host level: the analysis folded it
-            raise NotEvaluable(name)
-
-        return lookup
-
     def _evaluate(self, expr: ast.Expr, values: dict[Symbol, Any]) -> Any:
         try:
-            return evaluate(expr, self._lookup(values))
+            return evaluate(expr, host_lookup(self.info, values))
         except (NotEvaluable, ZeroDivisionError) as error:
             raise ChoreoError.simple(
                 f"{self.name}(): cannot compute a size on the host at line {expr.span.line} ({error!r})"
             ) from None
 
     def _allocate(self, cupy: Any, step: HostBuffer, values: dict[Symbol, Any]) -> Any:
-        dims = shape(step.shape, self._lookup(values))
+        dims = shape(step.shape, host_lookup(self.info, values))
         dtype = storage_dtype(step.element)
         if step.fill is None:
             return cupy.empty(dims, dtype=dtype)

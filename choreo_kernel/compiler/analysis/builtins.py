@@ -26,6 +26,10 @@ ATOMIC_TYPES: dict[str, tuple[str, ...]] = {
 ATOMIC_BUILTINS = tuple(ATOMIC_TYPES)
 NAMED_OPERAND = re.compile(r"(?<!%)%\[([A-Za-z_]\w*)\]")  # `%[dst]` in an inline assembly template
 BUILTINS = ("cdiv", "select", *MATH_BUILTINS, *FUTURE_BUILTINS, *ATOMIC_BUILTINS)
+# Croqtile's runtime functions that set a warpgroup's registers per thread (`call croq::cuda::setreg_inc(240)`):
+# setmaxnreg.inc / .dec, whose count ptxas takes as an immediate, a multiple of 8 from 24 to 256.
+REGISTER_CALLS = {"croq::cuda::setreg_inc": "inc", "croq::cuda::setreg_dec": "dec"}
+REGISTER_COUNTS = range(24, 257, 8)
 
 
 def atomic_arity(name: str) -> int:
@@ -40,3 +44,8 @@ def is_atomic(expr: ast.Expr) -> bool:
 def is_device_effect(expr: ast.Expr) -> bool:
     """A device function call or an atomic: an expression run for what it does, not only its value."""
     return isinstance(expr, ast.DeviceCall) or is_atomic(expr)
+
+
+def register_action(callee: str) -> str | None:
+    """`inc` or `dec` for a call of Croqtile's setreg_inc / setreg_dec, else None (a device function)."""
+    return REGISTER_CALLS.get(callee)

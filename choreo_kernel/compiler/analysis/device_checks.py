@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.builtins import is_atomic
+from choreo_kernel.compiler.analysis.builtins import is_atomic, register_action
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import BufferArray, Data, DeviceResult, Future, Scalar
@@ -43,7 +43,9 @@ def check_device_code(info: FunctionInfo, sink: DiagnosticSink, target: str) -> 
         for expr in own_expressions(stmt):
             arguments = {id(arg) for arg in _device_call_arguments(expr)}
             for node in ast.walk_expr(expr):
-                if isinstance(node, ast.DeviceCall):
+                if isinstance(node, ast.DeviceCall) and register_action(node.callee) is not None:
+                    _place_register_call(info, sink, stmt, node, context)
+                elif isinstance(node, ast.DeviceCall):
                     # The resolver reports a call's result passed to another call (it has no type there).
                     whole = id(node) not in arguments and _typed_result(info, sink, stmt, node)
                     _place(info, sink, node, f"the call of '{node.callee}'", context, whole)
@@ -183,6 +185,27 @@ def _check_register_arguments(
                 "a 'thread' scope of 128 or 32 threads)",
                 arg.span,
             )
+
+
+def _place_register_call(
+    info: FunctionInfo, sink: DiagnosticSink, stmt: ast.Stmt, call: ast.DeviceCall, context: Context
+) -> None:
+    """setmaxnreg is `.sync.aligned`: every thread of the warpgroup runs it, as a statement of its own."""
+    _place(info, sink, call, f"the call of '{call.callee}'", context, whole=True)
+    problem = None
+    if not (isinstance(stmt, ast.ExprStmt) and stmt.expr is call):
+        problem = "it is a statement of its own, with no value"
+    elif context.in_parallel and _between_levels(info, context):
+        problem = (
+            f"here it runs once per {context.levels[-1].level} instance, as its parallel holds parallels of "
+            "its own: call it in the innermost parallel, where every thread runs it"
+        )
+    if problem is not None:
+        sink.error(
+            f"'{call.callee}' sets the registers of every thread of a warpgroup (setmaxnreg.sync.aligned): "
+            + problem,
+            call.span,
+        )
 
 
 def _between_levels(info: FunctionInfo, context: Context) -> bool:

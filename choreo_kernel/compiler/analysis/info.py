@@ -64,6 +64,9 @@ class FunctionInfo:
     )  # id(Call) of a select whose factor is checked when it runs
     # id(Index) of a shape declaration's `x [(0), 1]` on data `x`: derived from `x.span`, as Croqtile does
     spans_derived: set[int] = field(default_factory=set)
+    # id(Method) of a chunkat by a bound cdiv(dim, t): per index, t where it cuts tiles of t (else None)
+    ceil_chunks: dict[int, tuple[int | None, ...]] = field(default_factory=dict)
+    register_counts: dict[int, int] = field(default_factory=dict)  # id(DeviceCall) of setreg_inc/dec -> N
     launches: FunctionLaunches = field(init=False)  # who runs what (semantics/launch.py)
     arrivals: dict[Symbol, EventArrivals] = field(default_factory=dict)  # of the events of static launches
     printed: list[tuple[Span, str]] = field(default_factory=list)  # what `print!` shows at compile time

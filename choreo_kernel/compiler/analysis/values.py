@@ -103,6 +103,38 @@ def fold(op: str, a: Dim, b: Dim) -> Dim:
     return f"{_wrap(a, op)} {op} {_wrap(b, op, right=True)}"
 
 
+class _CeilInt(int):
+    """A bound `cdiv(extent, tile)` known when compiling, which remembers `covers = (extent, tile)`."""
+
+    covers: tuple[Dim, int]
+
+
+class _CeilText(str):
+    """A symbolic bound `cdiv(extent, tile)` (its text as any symbolic dimension's), remembering `covers`."""
+
+    covers: tuple[Dim, int]
+
+
+def ceil_bound(extent: Dim, tile: Dim) -> Dim:
+    """`cdiv(extent, tile)` as a dimension: the number of tiles of `tile` that cover `extent`. Where `tile`
+    is a positive constant the bound remembers both (`ceil_tiles`), so that a chunkat by a variable of
+    this bound cuts tiles of `tile` (resolve/views.py); arithmetic on it makes a plain dimension again."""
+    if isinstance(extent, int) and isinstance(tile, int) and tile != 0:
+        bound: Dim = cint.cdiv(extent, tile)
+    else:
+        bound = fold("/", fold("-", fold("+", extent, tile), 1), tile)
+    if not (isinstance(tile, int) and tile > 0):
+        return bound
+    remembered = _CeilInt(bound) if isinstance(bound, int) else _CeilText(bound)
+    remembered.covers = (extent, tile)
+    return remembered
+
+
+def ceil_tiles(bound: Dim) -> tuple[Dim, int] | None:
+    """`(extent, tile)` of a bound that `cdiv(extent, tile)` made with a constant tile, else None."""
+    return getattr(bound, "covers", None)
+
+
 def _wrap(dim: Dim, op: str, right: bool = False) -> str:
     text = str(dim)
     if isinstance(dim, int):

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.builtins import atomic_arity
+from choreo_kernel.compiler.analysis.builtins import atomic_arity, register_action
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.values import CUDA_HALF_TYPES, DeviceArgument, TemplateValue
 from choreo_kernel.compiler.cuda import cexpr, elements
@@ -88,6 +88,10 @@ class DeviceCallExpressions:
         def value(self, expr: ast.Expr) -> Lowered: ...
 
     def _DeviceCall(self, expr: ast.DeviceCall) -> Operand:
+        action = register_action(expr.callee)
+        if action is not None:  # Croqtile's croq::cuda::setreg_inc(N): the header's setmaxnreg wrapper
+            count = self.info.register_counts[id(expr)]
+            return Operand(cexpr.raw(f"choreo::setmaxnreg_{action}<{count}>()", pure=False), "s32")
         call = self.info.device_calls[id(expr)]
         template = template_text(call.template_args) if call.template_args is not None else ""
         args = [self._device_argument(arg, passed) for arg, passed in zip(expr.args, call.arguments)]

@@ -391,7 +391,7 @@ class Expressions(DeviceCallExpressions):
         if name == "span":
             return Operand(self._dimension(view.dims, args, expr), "s32")
         if name == "chunkat":
-            return self._chunkat(view, args)
+            return self._chunkat(view, args, self.info.ceil_chunks.get(id(expr)))
         if name in ("subspan", "chunk"):
             sizes = self._extents(view, args)
             if name == "chunk":
@@ -438,16 +438,21 @@ class Expressions(DeviceCallExpressions):
             )
         return future.data
 
-    def _chunkat(self, view: View, args: tuple[ast.Expr, ...]) -> View:
+    def _chunkat(self, view: View, args: tuple[ast.Expr, ...], tiles: tuple[int | None, ...] | None) -> View:
+        """Tile `args` of the split of each dimension by its index's bound, or, where the analysis found the
+        bound to be cdiv(dimension, t) (`tiles`), of the tiles of t that cover it (TMA fills the tail)."""
         indices: list[CExpr] = []
         extents: list[CExpr] = []
-        for index, dim in zip(self.indices(args), view.dims):
+        for position, (index, dim) in enumerate(zip(self.indices(args), view.dims)):
             if index is None:
                 indices.append(cexpr.ZERO)
                 extents.append(dim)
                 continue
             indices.append(index.expr)
-            extents.append(cexpr.binary("/", dim, _bound(index, args[0])))
+            tile = tiles[position] if tiles is not None else None
+            extents.append(
+                cexpr.const(tile) if tile is not None else cexpr.binary("/", dim, _bound(index, args[0]))
+            )
         return view.shifted(tuple(indices), tuple(extents), tuple(extents))
 
     def _at(self, view: View, args: tuple[ast.Expr, ...]) -> Lowered:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.builtins import atomic_arity
+from choreo_kernel.compiler.analysis.builtins import atomic_arity, register_action
 from choreo_kernel.compiler.analysis.values import NARROW_FLOAT_TYPES
 from choreo_kernel.compiler.semantics.register_layout import RegisterLayout
 from choreo_kernel.runtime.dtypes import element_type_of, numpy_dtype
@@ -39,6 +39,8 @@ class DeviceEvaluation:
         def element(self, expr: ast.Expr, frame: Frame) -> Element: ...
 
     def _device_call(self, expr: ast.DeviceCall, frame: Frame) -> Any:
+        if register_action(expr.callee) is not None:
+            return None  # setmaxnreg: the sim's threads have no registers to trade
         device = self.device
         site = device.sites.get(id(expr)) if device is not None else None
         if device is None or site is None:

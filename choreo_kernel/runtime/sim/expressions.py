@@ -74,8 +74,13 @@ class Evaluator(DeviceEvaluation):
         ast.ForeignCast: "_foreign_cast",
     }
 
-    def __init__(self, device: DeviceLibrary | None = None) -> None:
+    def __init__(
+        self,
+        device: DeviceLibrary | None = None,
+        ceil_chunks: dict[int, tuple[int | None, ...]] | None = None,
+    ) -> None:
         self.device = device  # the program's device code, built for the CPU (when it calls any)
+        self.ceil_chunks = ceil_chunks or {}  # the chunkats that cut tiles of a cdiv's t (FunctionInfo)
         self._handlers = {kind: getattr(self, name) for kind, name in self.HANDLERS.items()}
 
     # ------------------------------------------------------------ entry points
@@ -343,7 +348,7 @@ class Evaluator(DeviceEvaluation):
         if name in ("at", "data"):
             return view.at(self._indices(args, frame))
         if name == "chunkat":
-            return view.chunkat(self._chunk_indices(args, frame))
+            return view.chunkat(self._chunk_indices(args, frame), self.ceil_chunks.get(id(expr)))
         if name == "modspan":  # the tail that whole tiles leave (resolve/views.py)
             sizes = self.ints(args, frame)
             if any(size <= 0 for size in sizes):

@@ -102,7 +102,7 @@ class Interpreter(ControlStatements):
         self.launches = info.launches
         self.source = source
         self.filename = filename
-        self.evaluator = Evaluator(device)
+        self.evaluator = Evaluator(device, info.ceil_chunks)
         self.issuer = Issuer(info, self.evaluator)
         self.fragments = Fragments(info, self.evaluator)
         self.sites = trigger_sites(info.function.body, info.event_named)

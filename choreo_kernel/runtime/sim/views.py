@@ -103,17 +103,23 @@ class View:
                 f"'.{method}' takes {len(self.dims)} index(es) for data of shape {list(self.dims)}"
             )
 
-    def chunkat(self, indices: list[Bounded | None]) -> View:
-        """Tile `indices` of the tiling that splits each dimension by its index's bound (None: keep whole)."""
+    def chunkat(self, indices: list[Bounded | None], tiles: tuple[int | None, ...] | None = None) -> View:
+        """Tile `indices` of the tiling that splits each dimension by its index's bound (None: keep whole);
+        where `tiles` gives t (the bound is cdiv(dimension, t)), of the tiles of t, as `subspan(t).at(i)`:
+        the last one is a tail tile when t does not divide the dimension."""
         self._rank_check(len(indices), "chunkat")
         dims, moves, steps = list(self.dims), [], []
         for axis, index in enumerate(indices):
             if index is None:
+                moves.append(0)
                 continue
             check_range(index.value, index.bound, "the chunkat index")
-            dims[axis] = self.dims[axis] // index.bound
+            tile = tiles[axis] if tiles is not None else None
+            dims[axis] = self.dims[axis] // index.bound if tile is None else tile
             moves.append(index.value)
-            steps.append(dims[axis] * self.strides[axis])
+        if tiles is not None:
+            return self.tile(dims, dims, moves)
+        steps = [dim * stride for dim, stride in zip(dims, self.strides)]
         return View(self.base, self._moved(moves, steps), tuple(dims), self.strides)
 
     def tile(self, extents: list[int], steps: list[int], indices: list[Any]) -> View:

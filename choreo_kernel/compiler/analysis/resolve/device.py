@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from choreo_kernel.compiler import ast
-from choreo_kernel.compiler.analysis.builtins import ATOMIC_TYPES, NAMED_OPERAND, atomic_arity
+from choreo_kernel.compiler.analysis.builtins import (
+    ATOMIC_TYPES,
+    NAMED_OPERAND,
+    REGISTER_COUNTS,
+    atomic_arity,
+    register_action,
+)
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.resolve.warp_mma import on_warp
 from choreo_kernel.compiler.analysis.scope import Context
@@ -55,6 +61,8 @@ class DeviceRules(ResolverBase):
     # ------------------------------------------------------------------ call
 
     def _expr_DeviceCall(self, expr: ast.DeviceCall) -> Value:
+        if register_action(expr.callee) is not None:
+            return self._register_call(expr)
         template = None
         if expr.template_args is not None:
             template = tuple(self._template_value(arg) for arg in expr.template_args)
@@ -62,6 +70,21 @@ class DeviceRules(ResolverBase):
             self._device_argument(expr.callee, position, arg) for position, arg in enumerate(expr.args)
         )
         self.info.device_calls[id(expr)] = DeviceCallInfo(template, arguments)
+        return DeviceResult(expr.callee)
+
+    def _register_call(self, expr: ast.DeviceCall) -> Value:
+        """`call croq::cuda::setreg_inc(240)`: setmaxnreg with the count it names, recorded for the CUDA
+        lowering (`FunctionInfo.register_counts`); the sim has no registers to set."""
+        values = [self._expr(arg) for arg in expr.args]
+        count = values[0].const if len(values) == 1 and isinstance(values[0], Scalar) else None
+        if expr.template_args is None and isinstance(count, int) and count in REGISTER_COUNTS:
+            self.info.register_counts[id(expr)] = count
+        elif not any(isinstance(value, Unknown) for value in values):
+            self.error(
+                f"'{expression(expr)}' needs one register count known when compiling, a multiple of 8 from "
+                f"24 to 256, as setmaxnreg takes it: 'call {expr.callee}(240)'",
+                expr.span,
+            )
         return DeviceResult(expr.callee)
 
     def _expr_ForeignCast(self, expr: ast.ForeignCast) -> Value:

@@ -23,6 +23,7 @@ from choreo_kernel.compiler.analysis.values import (
     Shape,
     Unknown,
     Value,
+    ceil_bound,
     fold,
     product,
     promote,
@@ -320,10 +321,7 @@ class ExpressionRules(DeviceRules, SelectionRules):
             return UNKNOWN
         if name == "cdiv":
             dims = [self._dim_of(arg, value) for arg, value in zip(expr.args, args)]
-            a, b = dims
-            if isinstance(a, int) and isinstance(b, int) and b != 0:
-                return Scalar("s32", cint.cdiv(a, b))
-            return Scalar("s32", fold("/", fold("-", fold("+", a, b), 1), b))
+            return Scalar("s32", ceil_bound(*dims))
         assert function is not None
         for arg, value in zip(expr.args, args):
             if not isinstance(value, (Scalar, Bounded, Unknown)):

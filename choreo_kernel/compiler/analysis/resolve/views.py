@@ -24,6 +24,7 @@ from choreo_kernel.compiler.analysis.values import (
     Unknown,
     Value,
     Window,
+    ceil_tiles,
     fold,
     known_count_mismatch,
     product,
@@ -381,10 +382,16 @@ class ViewRules(TupleRules):
         if not self._items_match_rank(data, items, expr, "chunkat"):
             return UNKNOWN
         dims: list[Dim] = []
+        tiles: list[int | None] = [None] * len(items)
         for position, (item, dim) in enumerate(zip(items, data.dims)):
             value = item.value
+            covers = ceil_tiles(value.bound) if isinstance(value, Bounded) else None
             if item.is_whole:
                 dims.append(dim)
+            elif covers is not None and covers[0] == dim:
+                # `#i` is cdiv(dim, t): tiles of t, as subspan(t).at(i); the last one may reach past the end
+                tiles[position] = covers[1]
+                dims.append(covers[1])
             elif isinstance(value, Bounded):
                 if isinstance(value.bound, int) and isinstance(dim, int) and value.bound > dim:
                     self.error(
@@ -402,6 +409,8 @@ class ViewRules(TupleRules):
                     item.expr.span,
                 )
                 dims.append("?")
+        if any(tile is not None for tile in tiles):
+            self.info.ceil_chunks[id(expr)] = tuple(tiles)
         return data.viewed(tuple(dims), data.layout)
 
     def _at(self, data: Data, args: Sequence[ast.Expr], expr: ast.Expr, name: str) -> Value:
