@@ -279,7 +279,10 @@ __co__ void f(f32 [M, 8] x) {
 }
 """
     (error,) = [d for d in ck.check(source) if d.severity == "error"]
-    assert "local buffer 'grow' is a bounded value ('k' is bounded" in error.message
+    assert (
+        "local buffer 'grow' must be an integer fixed before the thread runs, but it is a bounded value ('k' is bounded"
+        in error.message
+    )
     assert "or a value the arguments give" in error.message and (error.line, error.column) == (5, 18)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.builtins import BUILTINS
+from choreo_kernel.compiler.analysis.index_ranges import Condition, defining_value, exits_early, index_range
 from choreo_kernel.compiler.analysis.info import FunctionInfo
 from choreo_kernel.compiler.analysis.scope import Context, Scope
 from choreo_kernel.compiler.analysis.values import (
@@ -60,6 +62,7 @@ class ResolverBase:
         self.sink = sink
         self.target = target
         self.function_names = function_names
+        self.conditions: list[Condition] = []  # around the statement or expression being resolved
 
     def error(self, message: str, span: Span, *notes: Note) -> None:
         self.sink.error(message, span, *notes)
@@ -134,6 +137,25 @@ class ResolverBase:
                 self._statement(body, context)
 
         self._in_scope(run)
+
+    @contextmanager
+    def _guarded(self, condition: Condition) -> Iterator[None]:
+        """Resolve under `condition` (an if's, a loop's), which says which values reach an index."""
+        self.conditions.append(condition)
+        try:
+            yield
+        finally:
+            self.conditions.pop()
+
+    @contextmanager
+    def _loop_body(self, loop: ast.Stmt) -> Iterator[None]:
+        """Resolve a loop's body; one that can leave an iteration early (break, continue) is a condition
+        no index can see through: not every value of the variables reaches what follows the exit."""
+        if exits_early(loop):
+            with self._guarded(None):
+                yield
+        else:
+            yield
 
     def _statement(self, stmt: ast.Stmt, context: Context) -> None:
         self.info.context_of[id(stmt)] = context
@@ -243,8 +265,26 @@ class ResolverBase:
     def _check_index(self, index: ast.Expr, extent: Dim, what: str) -> None:
         value = self._int_expr(index, "an index")
         const = value.const if isinstance(value, Scalar) else None
-        if isinstance(const, int) and isinstance(extent, int) and not 0 <= const < extent:
-            self.error(f"index {const} is out of range for {what} (extent {extent})", index.span)
+        if not isinstance(extent, int):
+            return
+        if isinstance(const, int):
+            if not 0 <= const < extent:
+                self.error(f"index {const} is out of range for {what} (extent {extent})", index.span)
+            return
+        reach = index_range(index, self.conditions, self._symbol_of_name)
+        if reach is not None and (reach.low < 0 or reach.high >= extent):
+            worst = reach.low if reach.low < 0 else reach.high
+            ranges = ", ".join(f"'{name}' from {low} to {high}" for name, low, high in reach.variables)
+            symbol = self._symbol_of_name(index)
+            definition = defining_value(symbol) if symbol is not None else None
+            shown = f"'{expression(index)}'" + (
+                f" (= {expression(definition)})" if definition is not None else ""
+            )
+            self.error(
+                f"index {shown} is out of bounds of {what}: it reaches {worst} for {ranges} here, where the "
+                f"valid range is [0, {extent})",
+                index.span,
+            )
 
     def _future_data(self, expr: ast.Expr) -> Data | None:
         symbol = self._symbol_of_name(expr)

@@ -112,8 +112,10 @@ class ExpressionRules(DeviceRules, SelectionRules):
 
     def _expr_Ternary(self, expr: ast.Ternary) -> Value:
         self._condition(expr.condition)
-        then = self._expr(expr.then)
-        otherwise = self._expr(expr.otherwise)
+        with self._guarded((expr.condition, True)):
+            then = self._expr(expr.then)
+        with self._guarded((expr.condition, False)):
+            otherwise = self._expr(expr.otherwise)
         if isinstance(then, Scalar) and isinstance(otherwise, Scalar):
             return Scalar(promote(then.type, otherwise.type) or then.type)
         return then if not isinstance(then, Unknown) else otherwise
@@ -150,6 +152,10 @@ class ExpressionRules(DeviceRules, SelectionRules):
         return self._incdec(expr)
 
     def _expr_Binary(self, expr: ast.Binary) -> Value:
+        template_call = self._template_call(expr)
+        if template_call is not None:
+            self.error(template_call, expr.span)
+            return UNKNOWN
         left = self._expr(expr.left)
         right = self._expr(expr.right)
         op = expr.op
@@ -199,6 +205,34 @@ class ExpressionRules(DeviceRules, SelectionRules):
             if op in "/%" and right_const == 0:
                 self.error("division by zero", expr.span)
         return Scalar(result, const)
+
+    def _template_call(self, expr: ast.Binary) -> str | None:
+        """`stage<2>(order)` reads as `(stage < 2) > (order)`: where `stage` names nothing, it was meant as a
+        C++-style template call, which Choreo does not have (the removed `stage<N>` of pipelines, or a
+        device function called without `call`). The problem, or None where `expr` is a comparison."""
+        inner = expr.left
+        if not (
+            expr.op == ">"
+            and isinstance(expr.right, ast.Paren)
+            and isinstance(inner, ast.Binary)
+            and inner.op == "<"
+            and isinstance(inner.left, ast.Name)
+            and self.scope.lookup(inner.left.id) is None
+            and inner.left.id not in BUILTINS
+        ):
+            return None
+        name, argument, operand = inner.left.id, expression(inner.right), expression(expr.right.inner)
+        text = f"{name}<{argument}>({operand})"
+        if name == "stage":
+            return (
+                f"'{text}' is not part of the language: a pipeline has no stage of its own (a future has no "
+                f"stage); index a buffer array with the order modulo its size, '[{operand} % {argument}]', and "
+                f"a cyclic event array with the order itself ('.at({operand})')"
+            )
+        return (
+            f"'{text}' is not part of the language: a C++ template function of the device code is called "
+            f"with 'call {text}' inside a parallel"
+        )
 
     def _bound_arithmetic(self, expr: ast.Binary, left: Value, right: Value) -> Value:
         """`x #- k`, `x #+ k`: the value of `x` with its bound moved by k (Croqtile's bound arithmetic)."""

@@ -136,10 +136,10 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
                 )
                 if varying is not None:
                     self.error(
-                        f"the {what} '{expression(item)}' of {storage} buffer '{stmt.name}' is a bounded value "
-                        f"('{varying.name}' is {varying.value.describe()}), which changes between instances and "
-                        f"iterations: a {storage} buffer is allocated once per {owner}, so its extents must be "
-                        "fixed before it runs (a number, a #define"
+                        f"the {what} '{expression(item)}' of {storage} buffer '{stmt.name}' must be an integer "
+                        f"fixed before the {owner} runs, but it is a bounded value ('{varying.name}' is "
+                        f"{varying.value.describe()}), which changes between instances and iterations: a {storage} "
+                        f"buffer is allocated once per {owner} (write a number, a #define"
                         + (", or a value the arguments give)" if storage == Storage.LOCAL else ")"),
                         item.span,
                     )
@@ -321,7 +321,8 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             for symbol in symbols:
                 self._declare(symbol, symbol.span)
 
-        self._body(stmt.body, inner, declare)
+        with self._loop_body(stmt):
+            self._body(stmt.body, inner, declare)
 
     def _stmt_ForeachRange(self, stmt: ast.ForeachRange, context: Context) -> None:
         rebound: list[Symbol] = []
@@ -359,7 +360,8 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             for symbol in rebound:
                 self.scope.symbols[symbol.name] = symbol
 
-        self._body(stmt.body, inner, declare)
+        with self._loop_body(stmt):
+            self._body(stmt.body, inner, declare)
 
     def _stmt_With(self, stmt: ast.With, context: Context) -> None:
         declared: list[Symbol] = []
@@ -386,14 +388,17 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
 
     def _stmt_If(self, stmt: ast.If, context: Context) -> None:
         self._condition(stmt.condition)
-        self._body(stmt.then, context)
+        with self._guarded((stmt.condition, True)):
+            self._body(stmt.then, context)
         if stmt.otherwise is not None:
-            self._body(stmt.otherwise, context)
+            with self._guarded((stmt.condition, False)):
+                self._body(stmt.otherwise, context)
 
     def _stmt_While(self, stmt: ast.While, context: Context) -> None:
         if not self._event_condition(stmt.condition):
             self._condition(stmt.condition)
-        self._body(stmt.body, context.enter(loops=(*context.loops, stmt)))
+        with self._guarded((stmt.condition, True)), self._loop_body(stmt):
+            self._body(stmt.body, context.enter(loops=(*context.loops, stmt)))
 
     def _stmt_InThreads(self, stmt: ast.InThreads, context: Context) -> None:
         predicate = self._expr(stmt.condition)
@@ -424,7 +429,8 @@ class StatementRules(ControlRules, FragmentRules, TupleRules, ParameterRules):
             path=stmt if stmt.is_async else context.path,
             predicates=(*context.predicates, stmt.condition),
         )
-        self._body(stmt.body, inner)
+        with self._guarded((stmt.condition, True)):
+            self._body(stmt.body, inner)
 
     def _stmt_Return(self, stmt: ast.Return, context: Context) -> None:
         self.saw_return = True
