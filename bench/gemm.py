@@ -28,10 +28,10 @@ each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 a
 
 --variants keeps the variants of the fixed list whose label (as printed) contains one of the strings.
 
---autotune replaces the fixed list of variants by `ck.autotune` over a grid of defines for each of
-gemm_ws and gemm_ws_persistent (AUTOTUNE_GRIDS): the first call of each shape tunes (each point
-compiled, checked, timed), the chosen build of each program is then timed against the library as
-above, and the summary names the configuration the autotuner chose.
+--autotune replaces the fixed list of variants by `ck.autotune` over grids of defines of gemm_ws and
+gemm_ws_persistent (AUTOTUNED): the first call of each shape tunes (each point compiled, checked against
+the grid's first point on the GPU, timed; every point's median is printed), the chosen build of each
+grid is then timed against the library as above, and the summary names the configuration chosen.
 
 --emit writes each kernel's CUDA there, for nvcc/ptxas/cuobjdump; --profile runs the first kernel once
 at the first shape (for ncu) and exits.
@@ -101,14 +101,19 @@ TYPE_DEFINES: dict[str, dict[str, Any]] = {
     "f8_e4m3": {"ELEM": "f8_e4m3", "BK": 128},
     "bf16": {"ELEM": "bf16"},
 }
-# What --autotune chooses from, per program (any M, N, K), on top of the type's defines.
-# BM=256 is a 256x128 tile (BN follows BM in both programs), BM=128 a 128x256 one; the persistent
-# program's STAGES follows TMA_STORE (4, or 3 beside the staging tile). At most 8 points each: every
-# point is compiled on the device.
-AUTOTUNE_GRIDS: dict[str, dict[str, list[object]]] = {
-    "gemm_ws": {"BM": [128, 256], "STAGES": [3, 4], "CLUSTER": [1, 2]},
-    "gemm_ws_persistent": {"BM": [128, 256], "CLUSTER": [1, 2], "TMA_STORE": [0, 1], "GROUP_M": [8]},
-}
+# What --autotune chooses from, on top of the type's defines: one ck.autotune per entry, each a program,
+# defines fixed for it and a grid. BM=256 is a 256x128 tile (BN follows BM in both programs), BM=128 a
+# 128x256 one; the persistent program's STAGES follows TMA_STORE (4, or 3 beside the staging tile), and
+# its ping-pong form takes 128x128 tiles in two rings of 3. Every point is compiled on the device.
+AUTOTUNED: list[tuple[str, dict[str, object], dict[str, list[object]]]] = [
+    ("gemm_ws", {"STAGES": 4}, {"BM": [128, 256], "CLUSTER": [1, 2]}),
+    (
+        "gemm_ws_persistent",
+        {"GROUP_M": 8},
+        {"BM": [128, 256], "CLUSTER": [1, 2], "TMA_STORE": [0, 1], "IN_FLIGHT": [0, 1]},
+    ),
+    ("gemm_ws_persistent", {"GROUP_M": 8, "PINGPONG": 1}, {"CLUSTER": [1, 2], "IN_FLIGHT": [0, 1]}),
+]
 
 
 def grid(element: str) -> list[Variant]:
@@ -174,33 +179,45 @@ def compile_kernel(variant: Variant, emit: Path | None) -> Any:
 
 
 def autotuners(element: str) -> dict[str, Any]:
-    """One `ck.autotune` dispatcher per program of AUTOTUNE_GRIDS, for one operand type."""
-    return {
-        program: ck.autotune(
+    """One `ck.autotune` dispatcher per entry of AUTOTUNED, for one operand type, by its label."""
+    tuners = {}
+    for program, fixed, program_grid in AUTOTUNED:
+        label = " ".join([program, *(f"{k}={v}" for k, v in fixed.items())])
+        tuners[label] = ck.autotune(
             (BENCH / f"{program}.co").read_text(encoding="utf-8"),
             program,
             program_grid,
-            defines=TYPE_DEFINES.get(element, {}),
+            defines={**TYPE_DEFINES.get(element, {}), **fixed},
             target="cuda",
             filename=f"{program}.co",
         )
-        for program, program_grid in AUTOTUNE_GRIDS.items()
-    }
+    return tuners
 
 
 def autotuned_kernels(
     element: str, tuners: dict[str, Any], setup: Problem, m: int, n: int
 ) -> dict[Variant, Any]:
-    """Each program's build that its autotuner chooses for this shape (tuned by its first call)."""
+    """Each tuner's build that it chooses for this shape (tuned by its first call; every point's median
+    is printed, the grid's own comparison at one clock)."""
     kernels: dict[Variant, Any] = {}
-    for program, tuned in tuners.items():
+    for label, tuned in tuners.items():
         out = cupy.empty((m, n), cupy.float16)
         try:
             choice = tuned.choice((*setup.operands, out))
         except ck.ChoreoError as error:
-            print(f"  {program} (autotuned): FAILED: {error}")
+            print(f"  {label} (autotuned): FAILED: {error}")
             continue
-        kernels[Variant(program, {**TYPE_DEFINES.get(element, {}), **choice, "autotuned": "yes"})] = tuned
+        for sweep in tuned.sweeps.values():
+            points = ", ".join(
+                f"{point.label} {point.timing.median * 1e3:.3f} ms{' DIFFERS' * bool(point.difference)}"
+                if point.timing
+                else f"{point.label} failed"
+                for point in sweep.points
+            )
+            print(f"  {label} grid: {points}")
+        tuned.sweeps.clear()
+        defines = {**tuned.swept.defines, **choice, "autotuned": "yes"}
+        kernels[Variant(tuned.function, defines)] = tuned
     return kernels
 
 
@@ -357,6 +374,10 @@ def main() -> None:
             cupy.cuda.get_current_stream().synchronize()
             return
         for text in args.shapes:
+            if not args.autotune and not any(variant.fits(*shape_of(text)) for variant in kernels):
+                print(f"{element} {text}: no variant takes this shape")  # no inputs made for it
+                summary.append((element, text, None))
+                continue
             best = compare(element, shape_of(text), kernels_for, args.repeats)
             summary.append((element, text, best))
     print("\nbest variant per type and shape (ratio: the library's time / Choreo's, same clocks):")

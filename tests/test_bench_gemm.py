@@ -55,6 +55,22 @@ CASES = [
     ("gemm_ws_persistent", "f16", {"STAGES": 2, "BLOCKS": 4, "PINGPONG": 1, "CLUSTER": 2}, (300, 264, 136)),
     ("gemm_ws_persistent", "f8_e4m3", {"BK": 128, "STAGES": 2, "BLOCKS": 2, "PINGPONG": 1}, (136, 264, 144)),
     ("gemm_ws", "f8_e4m3", {"BK": 128, "BM": 256, "STAGES": 2, "CLUSTER": 2}, (300, 136, 144)),
+    # one stage's MMAs in flight while the next one's are issued; K = 136 is 3 stages, run as 4 (the last
+    # one wholly past K: TMA's zeros), K = 72 as 2 (the loop over pairs runs no iteration)
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 3, "IN_FLIGHT": 1}, (300, 264, 136)),
+    (
+        "gemm_ws_persistent",
+        "bf16",
+        {"BN": 128, "STAGES": 2, "BLOCKS": 4, "CLUSTER": 2, "TMA_STORE": 1, "IN_FLIGHT": 1},
+        (300, 264, 72),
+    ),
+    (
+        "gemm_ws_persistent",
+        "f16",
+        {"BM": 256, "BN": 128, "STAGES": 3, "BLOCKS": 3, "GROUP_M": 2, "TMA_STORE": 1, "IN_FLIGHT": 1},
+        (600, 264, 328),
+    ),
+    ("gemm_ws_persistent", "f8_e4m3", {"BK": 128, "STAGES": 2, "BLOCKS": 2, "IN_FLIGHT": 1}, (136, 264, 400)),
 ]
 
 

@@ -111,9 +111,37 @@ def test_an_mma_load_of_a_global_tile_stages_it_in_a_shared_tile_per_warpgroup()
 
 def test_mma_store_into_panels_places_each_element_and_fences_for_the_next_mma() -> None:
     cuda = emitted("wgmma_store_into_panels.co")
-    store = cuda.index("choreo::store_accumulator_stmatrix<128, 1, 128>(acc, s, 64, 4096, 0);")
+    store = cuda.index("choreo::store_accumulator_stmatrix_swizzled128<128, 1>(acc, s, 4096);")
     fence = cuda.index("choreo::fence_proxy_async_shared();", store)
     assert store < fence < cuda.index("__syncthreads();", fence) < cuda.index("wgmma_descriptor<128>(s + ")
+
+
+def test_a_store_into_a_staging_tile_at_a_panel_start_takes_one_base_address_per_thread() -> None:
+    """Each warpgroup's rows of a swizzled staging tile in panels (a GEMM's epilogue before its TMA store):
+    the stmatrix form whose addresses are a per-thread base XOR a constant (ptxas spilled the general
+    form's 16 hoisted addresses); a tile that starts inside a panel keeps the general store."""
+    cuda = emitted("wgmma_store_staged_for_tma.co")
+    staged = "choreo::panel_offset(g * 64 * 192, 128, 192, 64)"
+    assert f"choreo::store_accumulator_stmatrix_swizzled128<192, 1>(acc, tile + {staged}, 8192);" in cuda
+    inside = """
+__co__ f16 [128, 192] staged(f16 [128, 16] a, f16 [32, 16] b) {
+  f16 [128, 192] out;
+  parallel p by 1 : block {
+    sa = dma.copy a => shared;
+    sb = dma.copy b => shared;
+    shared f16 [128, 192] tile;
+    parallel g by 2 : group-4 {
+      acc = mma.fill.f32 0.0f;
+      mma.row.row acc, sa.data.subspan(64, 16).at(g, 0), sb.data;
+      mma.store acc, tile.subspan(64, 32).at(g, 1);
+      tma.copy.swiz<128> tile.subspan(64, 192).at(g, 0) => out.subspan(64, 192).at(g, 0);
+    }
+  }
+  return out;
+}
+"""
+    cuda = emit_program(analyze(inside, filename="inside.co"), self_contained=True)
+    assert "choreo::store_accumulator_stmatrix<32, 1, 128>(acc, tile + " in cuda
 
 
 def test_a_tma_box_of_some_rows_of_a_tile_in_panels_finds_its_second_panel_a_panel_away() -> None:

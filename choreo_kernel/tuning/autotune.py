@@ -152,6 +152,14 @@ class WrittenArguments:
         joined = np.concatenate([np.asarray(_host(array)).ravel() for array in self.arrays])
         return joined if dtype is None else joined.astype(dtype)
 
+    def device_copy(self) -> Any:
+        """The same, joined in GPU memory where every array is there (point.result_copy); else None."""
+        if not all(hasattr(array, "__cuda_array_interface__") for array in self.arrays):
+            return None
+        import cupy  # type: ignore[import-not-found]
+
+        return cupy.concatenate([cupy.asarray(array).ravel() for array in self.arrays])
+
 
 def autotune(
     source: str,

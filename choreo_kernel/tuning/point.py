@@ -118,9 +118,11 @@ def measure_point(
     settings: SweepSettings,
     check: Check | None,
     stage: Callable[[str], None] | None = None,
+    keep_on_device: bool = False,
 ) -> Measured:
     """Compile, run once (untimed: loading the binary; its result is checked), then time `settings.repeats`
-    runs and measure `settings.metric`, if any.
+    runs and measure `settings.metric`, if any. `keep_on_device`: a result in GPU memory is kept and
+    checked there (a runner in the process that holds the reference), not copied to the host.
 
     With `check` None this point is the reference and its result comes back; otherwise the
     result is compared with `check.reference` and only the verdict comes back. A `ChoreoError`
@@ -134,7 +136,7 @@ def measure_point(
             module = source.compile(defines)
             run = bind(module)
             report(f"running {settings.label}")
-            value = host_copy(run())
+            value = result_copy(run(), keep_on_device)
             device = current_device(module.target == "cuda")
             seconds = measure(run, settings.repeats, device)
             if settings.metric is not None:
@@ -151,28 +153,43 @@ def measure_point(
     return Measured(point, None)
 
 
-def host_copy(value: Any) -> np.ndarray | None:
-    """A NumPy copy of a result (a later point may overwrite the same array in place)."""
+def result_copy(value: Any, keep_on_device: bool = False) -> Any:
+    """A copy of a result (a later point may overwrite the same array in place): NumPy, or with
+    `keep_on_device` a CuPy copy of a result in GPU memory, so that checking a large GEMM's output costs
+    neither a copy to the host nor a NumPy pass over it (seconds a point at 16384 x 16384)."""
     import numpy as np
 
     if value is None:
         return None
+    on_device = getattr(value, "device_copy", None)  # autotune.WrittenArguments
+    if keep_on_device and on_device is not None and (copied := on_device()) is not None:
+        return copied
     if hasattr(value, "__cuda_array_interface__"):
+        if keep_on_device:
+            import cupy  # type: ignore[import-not-found]
+
+            return cupy.array(value, copy=True)
         value = value.get()
     return np.array(value, copy=True)
 
 
-def difference(value: np.ndarray | None, reference: np.ndarray, rtol: float, atol: float) -> str | None:
-    """None when `value` matches `reference` within the tolerance, else how it differs."""
+def difference(value: Any, reference: Any, rtol: float, atol: float) -> str | None:
+    """None when `value` matches `reference` within the tolerance, else how it differs; on the GPU where
+    either is there."""
     import numpy as np
 
     if value is None:
         return "returned None, the first point returned an array"
     if value.shape != reference.shape:
         return f"shape {value.shape}, the first point's is {reference.shape}"
+    xp: Any = np
+    if hasattr(value, "__cuda_array_interface__") or hasattr(reference, "__cuda_array_interface__"):
+        import cupy
+
+        xp, value, reference = cupy, cupy.asarray(value), cupy.asarray(reference)
     with np.errstate(invalid="ignore"):
-        close = np.isclose(value.astype(np.float64), reference.astype(np.float64), rtol=rtol, atol=atol)
-    wrong = int(close.size - np.count_nonzero(close))
+        close = xp.isclose(value.astype(xp.float64), reference.astype(xp.float64), rtol=rtol, atol=atol)
+    wrong = int(close.size - int(xp.count_nonzero(close)))
     return None if wrong == 0 else f"{wrong} of {close.size} values differ from the first point's"
 
 

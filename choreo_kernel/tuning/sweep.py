@@ -143,7 +143,7 @@ class InProcess:
         self, jobs: Sequence[PointJob], stage: Callable[[int, str], None]
     ) -> Iterator[tuple[int, Measured]]:
         for index, job in enumerate(jobs):
-            yield index, measure_point(*job, stage=functools.partial(stage, index))
+            yield index, measure_point(*job, stage=functools.partial(stage, index), keep_on_device=True)
 
 
 def run_sweep(

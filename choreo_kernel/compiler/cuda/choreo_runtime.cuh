@@ -1171,6 +1171,42 @@ template <bool Transposed> CHOREO_DEVICE void stmatrix_x2(unsigned row, unsigned
 // them. A row of a matrix (a column, transposed) is 16 contiguous bytes of the tile, which a swizzle or a
 // panel moves as a whole; where the tile does not start and step on 16 bytes, it is stored element by
 // element instead (the same for the whole warpgroup, so stmatrix is reached by every thread of a warp).
+// store_accumulator_stmatrix() into a tile of 16-bit T in the 128-byte swizzled layout that starts a row of
+// 64-column panels (its first column 0 of a panel; the panels `panel_stride` elements apart, a multiple of 8
+// rows, which the compiler's panel layout keeps), the epilogue of a GEMM through a swizzled staging tile. A
+// row's 16-byte chunk c lies at chunk c ^ s, s the bits 7-9 of the row's address, the same for every row a
+// thread addresses (its rows are 8 apart) and for the same row in every panel: so each stmatrix address is
+// one of two per-thread bases XOR a constant, plus a constant, and none is computed per store (computed
+// element by element, ptxas hoists all 16 of them out of a tile loop and spills them).
+template <int N, int Tiles, class T, class A>
+CHOREO_DEVICE void store_accumulator_stmatrix_swizzled128(const A* acc, T* out, int panel_stride) {
+  static_assert(sizeof(T) == 2, "stmatrix stores 16-bit elements");
+  const int rank = threadIdx.x % 128, warp = rank / 32, lane = rank % 32;
+  const int matrix = lane / 8 % 4, line = lane % 8;
+  const unsigned row = shared_address(out) + (warp * 16 + (matrix % 2) * 8 + line) * 128;
+  const unsigned swizzle = (row >> 7) & 7;
+  const unsigned pairs = row + ((swizzle ^ (matrix / 2)) << 4);  // .x4: column block j + matrix / 2, j even
+  const unsigned last = row + (swizzle << 4);                    // .x2: the odd last column block
+  const unsigned panel_bytes = panel_stride * sizeof(T);
+  const auto pair = [&](int tile, int block, int half) {
+    const int i = tile * (N / 2) + block * 4 + half * 2;
+    return packed_pair(out, fragment_value(acc, i), fragment_value(acc, i + 1));
+  };
+#pragma unroll
+  for (int tile = 0; tile < Tiles; ++tile) {
+#pragma unroll
+    for (int j = 0; j + 1 < N / 8; j += 2) {
+      const unsigned address = (pairs ^ ((j % 8) << 4)) + tile * 64 * 128 + (j / 8) * panel_bytes;
+      stmatrix_x4<false>(address, pair(tile, j, 0), pair(tile, j, 1), pair(tile, j + 1, 0), pair(tile, j + 1, 1));
+    }
+    if constexpr ((N / 8) % 2 == 1) {
+      constexpr int block = N / 8 - 1;
+      const unsigned address = (last ^ ((block % 8) << 4)) + tile * 64 * 128 + (block / 8) * panel_bytes;
+      stmatrix_x2<false>(address, pair(tile, block, 0), pair(tile, block, 1));
+    }
+  }
+}
+
 template <int N, int Tiles, int Swizzle, bool Transposed = false, class T, class A>
 __device__ inline void store_accumulator_stmatrix(const A* acc, T* out, int row_stride, int panel_stride = 0,
                                                   int first = 0) {

@@ -9,7 +9,7 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.context import KernelContext
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError
+from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
 from choreo_kernel.compiler.semantics.levels import Storage
 
 STORE_TYPES = ("f32", "f16", "bf16")  # what mma.store converts an accumulator into
@@ -76,7 +76,14 @@ def store(emitter: KernelContext, accumulator: AccumulatorRegisters, stmt: ast.O
         template += ", true"
         emitter.out.line("// transposed: element (i, j) of the accumulator goes to (j, i) of the tile")
     start = f"{accumulator.name.text}, {destination.start.text}, {row_stride.text}"
-    if destination.storage == Storage.SHARED and ELEMENT_BYTES[destination.elem] == 2 and not counts:
+    stmatrix = destination.storage == Storage.SHARED and ELEMENT_BYTES[destination.elem] == 2 and not counts
+    if stmatrix and not transposed and _starts_a_swizzled_row(destination):
+        panel_stride = layout[0] if layout else "0"
+        emitter.out.line(
+            f"choreo::store_accumulator_stmatrix_swizzled128<{accumulator.columns}, {accumulator.tiles}>"
+            f"({accumulator.name.text}, {destination.start.text}, {panel_stride});"
+        )
+    elif stmatrix:
         arguments = "".join(f", {value}" for value in layout)
         emitter.out.line(f"choreo::store_accumulator_stmatrix<{template}>({start}{arguments});")
     else:
@@ -92,6 +99,18 @@ def store(emitter: KernelContext, accumulator: AccumulatorRegisters, stmt: ast.O
         if barrier is not None:
             emitter.out.line("// the whole tile is stored")
             emitter.out.line(barrier)
+
+
+def _starts_a_swizzled_row(tile: View) -> bool:
+    """Whether a shared tile is 128-byte swizzled rows of 16-bit elements, each starting its row of a
+    panel (or of the buffer, one swizzle wide), so stmatrix addresses follow from one row address per
+    thread (choreo_runtime.cuh store_accumulator_stmatrix_swizzled128). Its column start along the buffer
+    must be known here: the general store handles a tile that starts inside a panel."""
+    if tile.swizzle != 128 or ELEMENT_BYTES[tile.elem] != 2 or tile.origin is None:
+        return False
+    column = tile.origin[-1].value
+    width = tile.panels.width if tile.panels is not None else 128 // ELEMENT_BYTES[tile.elem]
+    return column is not None and column % width == 0
 
 
 def load_registers(emitter: KernelContext, stmt: ast.OperationStmt) -> None:
