@@ -22,16 +22,47 @@ from choreo_kernel.compiler.semantics.mma_shapes import (
 
 @pytest.mark.parametrize(
     ("operand", "k", "step"),
-    [("f16", 32, 16), ("bf16", 16, 16), ("s8", 64, 32), ("s8", 48, 16), ("u8", 16, 16), ("f32", 24, 8)],
+    [
+        ("f16", 32, 16),
+        ("f16", 24, 8),
+        ("bf16", 16, 16),
+        ("bf16", 8, 8),
+        ("s8", 64, 32),
+        ("s8", 48, 16),
+        ("u8", 16, 16),
+        ("f32", 24, 8),
+    ],
 )
 def test_each_k_takes_the_widest_step_that_divides_it(operand: str, k: int, step: int) -> None:
-    form = warp_instruction(operand, k)
-    assert form is not None and form.k == step
+    form = warp_instruction(operand, k, default_accumulator(operand))
+    assert form is not None and form.k == step and form.m == 16
 
 
 def test_a_k_that_no_step_divides_has_no_form() -> None:
-    assert warp_instruction("f16", 8) is None
-    assert warp_instruction("f64", 16) is None
+    assert warp_instruction("f16", 12, "f32") is None
+    assert warp_instruction("f64", 16, "f32") is None
+
+
+def test_8_row_tiles_take_the_m8n8_forms_and_m8n8k4_accumulates_only_f16() -> None:
+    quad_pairs = warp_instruction("f16", 8, "f16", m=8)
+    assert quad_pairs is not None and quad_pairs.shape == "m8n8k4" and quad_pairs.quad_pairs
+    assert warp_instruction("f16", 8, "f32", m=8) is None
+    integer = warp_instruction("s8", 32, "s32", m=8)
+    assert integer is not None and integer.shape == "m8n8k16" and not integer.quad_pairs
+    assert warp_instruction("bf16", 16, "f32", m=8) is None
+
+
+# Registers per lane of A, B and C, as PTX ISA 9.7.14.5 lists them for each form.
+PTX_REGISTERS = {
+    ("m16n8k16", "f16", "f32"): (4, 2, 4),
+    ("m16n8k16", "f16", "f16"): (4, 2, 2),
+    ("m16n8k8", "bf16", "f32"): (2, 1, 4),
+    ("m8n8k4", "f16", "f16"): (2, 2, 4),
+    ("m16n8k32", "s8", "s32"): (4, 2, 4),
+    ("m16n8k16", "u8", "s32"): (2, 1, 4),
+    ("m8n8k16", "s8", "s32"): (1, 1, 2),
+    ("m16n8k8", "tf32", "f32"): (4, 2, 4),
+}
 
 
 @pytest.mark.parametrize("operand", sorted(WARP_MMA))
@@ -44,24 +75,30 @@ def test_each_wrapper_names_as_many_registers_as_the_ptx_form_takes(operand: str
             operands = {int(n) for n in re.findall(r"%(\d+)", text)}
             constraints = len(re.findall(r'"\+?[rf]"\(', text))
             assert operands == set(range(constraints))
-            data_bytes = (
-                16 * form.k * (4 if form.kind == "tf32" else 2 if form.kind in ("f16", "bf16") else 1)
-            )
-            assert form.a_registers == data_bytes // 128
+            registers = (form.a_registers, form.b_registers, form.c_registers(accumulator))
+            expected = PTX_REGISTERS.get((form.shape, form.kind, accumulator))
+            assert expected is None or registers == expected
 
 
 @pytest.mark.parametrize(
-    ("shape", "problem"),
+    ("shape", "accumulator", "problem"),
     [
-        ((16, 16, 16), None),
-        ((16, 8, 64), None),
-        ((32, 32, 32), "m32n32k32"),
-        ((16, 24, 16), "m16n24k16"),
-        ((16, 16, 8), "K a multiple of 16"),
+        ((16, 16, 16), "f32", None),
+        ((16, 8, 64), "f32", None),
+        ((16, 16, 8), "f32", None),
+        ((8, 8, 4), "f16", None),
+        ((8, 16, 12), "f16", None),
+        ((8, 8, 4), "f32", "m16n8 or m16n16 with K a multiple of 8"),
+        ((32, 32, 32), "f32", "m32n32k32"),
+        ((16, 24, 16), "f32", "m16n24k16"),
+        ((16, 16, 12), "f32", "K a multiple of 8"),
+        ((8, 8, 6), "f16", "m8n8 or m8n16 with K a multiple of 4"),
     ],
 )
-def test_a_warp_tile_is_m16_by_n8_or_n16(shape: tuple[int, int, int], problem: str | None) -> None:
-    found = warp_tile_problem("f16", "f32", *shape)
+def test_a_warp_tile_is_m16_or_m8_by_n8_or_n16(
+    shape: tuple[int, int, int], accumulator: str, problem: str | None
+) -> None:
+    found = warp_tile_problem("f16", accumulator, *shape)
     assert (found is None) if problem is None else (found is not None and problem in found)
 
 

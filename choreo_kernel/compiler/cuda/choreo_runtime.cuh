@@ -1515,14 +1515,19 @@ CHOREO_DEVICE f16 atomic_add(f16* address, float value) {
 
 // ------------------------------------------------------------------------- warp-level MMA (mma.sync)
 // `mma.row.col acc, a, b` in a `group` scope (compiler/cuda/warp_mma.py): one warp multiplies its tile with
-// mma.sync.aligned.m16n8kK (the forms are generated from compiler/semantics/mma_shapes.py). Lane l of the
+// mma.sync.aligned.m16n8kK, or m8n8kK for an 8-row tile (the forms are generated from
+// compiler/semantics/mma_shapes.py). Lane l of the
 // warp is in quad g = l / 4, at t = l % 4 within it; 32-bit registers hold P = 4 / sizeof(T) operand elements
 // (1 for tf32, 2 for f16 and bf16, 4 for 8-bit integers), the first in the low bits (PTX ISA 9.7.14.5):
 //   A [16, K]: register r holds row g + 8 * (r % 2), columns t * P + e + (K / 2) * (r / 2), e < P;
 //   B [K, 8]:  register r holds rows t * P + e + (K / 2) * r, column g;
 //   C [16, 8]: register r holds row g + 8 * (r / 2), column 2 * t + r % 2 (f16: pairs packed, as WGMMA's).
 // A [16 * Tiles, N] accumulator keeps its m16n8 fragments in register order (m tile, n tile), so it is the
-// WGMMA accumulator layout of a warpgroup of one warp with 16-row tiles.
+// WGMMA accumulator layout of a warpgroup of one warp with 16-row tiles. An [8, N] one (m8n8 forms) uses the
+// top half of each fragment: m8n8k16 reads it as its C (row g, column 2 * t + r, r < 2) and A and B as
+// the registers r = 0 above; m8n8k4 (f16) has each quad pair q (lanes 4q..4q+3, 16+4q..16+4q+3) compute
+// the whole 8x8 tile, lane l holding row l % 4 + 4 * (l / 16) of A (4 columns), column l % 4 + 4 * (l / 16)
+// of B (4 rows) and row l % 4 + 4 * (l / 16) of C (8 columns, in pairs).
 template <class T> CHOREO_DEVICE unsigned operand_bits(T value) { return value.bits; }
 CHOREO_DEVICE unsigned operand_bits(signed char value) { return static_cast<unsigned char>(value); }
 CHOREO_DEVICE unsigned operand_bits(unsigned char value) { return value; }
@@ -1561,6 +1566,43 @@ CHOREO_DEVICE void load_mma_b(unsigned (&regs)[R], const T* b, int k_stride, int
   }
 }
 
+// m8n8k4's A and B: the same row of A (column of B) in every quad pair, from a[m * m_stride + k * k_stride]
+// and b[k * k_stride + n * n_stride].
+template <class T>
+CHOREO_DEVICE void load_quad_pair_a(unsigned (&regs)[2], const T* a, int m_stride, int k_stride) {
+  const int lane = threadIdx.x % 32, row = lane % 4 + 4 * (lane / 16);
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    regs[r] = operand_bits(a[row * m_stride + 2 * r * k_stride]) |
+              operand_bits(a[row * m_stride + (2 * r + 1) * k_stride]) << 16;
+}
+template <class T>
+CHOREO_DEVICE void load_quad_pair_b(unsigned (&regs)[2], const T* b, int k_stride, int n_stride) {
+  const int lane = threadIdx.x % 32, column = lane % 4 + 4 * (lane / 16);
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    regs[r] = operand_bits(b[2 * r * k_stride + column * n_stride]) |
+              operand_bits(b[(2 * r + 1) * k_stride + column * n_stride]) << 16;
+}
+
+// An 8-row f16 tile into m8n8k4's C and back: lane 4 * row + j holds columns 2j, 2j+1 of `row` (the top half
+// of an m16n8 fragment); in m8n8k4's layout lane l holds all 8 columns of row l % 4 + 4 * (l / 16).
+CHOREO_DEVICE void to_quad_pair_rows(unsigned (&c)[4], unsigned top_half) {
+  const int lane = threadIdx.x % 32, row = lane % 4 + 4 * (lane / 16);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) c[j] = __shfl_sync(0xffffffffu, top_half, 4 * row + j);
+}
+CHOREO_DEVICE unsigned from_quad_pair_rows(const unsigned (&c)[4]) {
+  const int lane = threadIdx.x % 32, row = lane / 4;  // held by lane row % 4 + 16 * (row / 4) of quad pair 0
+  unsigned mine = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const unsigned pair = __shfl_sync(0xffffffffu, c[j], row % 4 + 16 * (row / 4));
+    if (j == lane % 4) mine = pair;
+  }
+  return mine;
+}
+
 template <int R> CHOREO_DEVICE void fill_accumulator(int (&acc)[R], float value) {
 #pragma unroll
   for (int i = 0; i < R; ++i) acc[i] = static_cast<int>(value);
@@ -1568,19 +1610,21 @@ template <int R> CHOREO_DEVICE void fill_accumulator(int (&acc)[R], float value)
 CHOREO_DEVICE int fragment_value(const int* acc, int i) { return acc[i]; }
 CHOREO_DEVICE void store_element(int* out, int value) { *out = value; }
 
-// `mma.store acc, dst` of a warp's [16 * Tiles, N] accumulator: element (i, j) goes to
+// `mma.store acc, dst` of a warp's [Rows, N] accumulator (Rows 8, or a multiple of 16): element (i, j) goes to
 // out[i * row_stride + j * column_stride] (mma.store.transp passes the strides swapped), converted to T.
-template <int Tiles, int N, class T, class A>
+template <int Rows, int N, class T, class A>
 CHOREO_DEVICE void store_warp_accumulator(const A* acc, T* out, int row_stride, int column_stride) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int tile = 0; tile < Tiles; ++tile)
+  for (int tile = 0; tile < (Rows + 15) / 16; ++tile)
 #pragma unroll
     for (int j = 0; j < N / 8; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int row = tile * 16 + lane / 4 + 8 * (r / 2), column = j * 8 + (lane % 4) * 2 + r % 2;
-        store_element(out + row * row_stride + column * column_stride, fragment_value(acc, (tile * (N / 8) + j) * 4 + r));
+        if (row < Rows)  // an 8-row tile: the top half of the fragment
+          store_element(out + row * row_stride + column * column_stride,
+                        fragment_value(acc, (tile * (N / 8) + j) * 4 + r));
       }
 }
 

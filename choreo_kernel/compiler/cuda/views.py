@@ -374,7 +374,8 @@ class AccumulatorRegisters:
 
     @property
     def tiles(self) -> int:
-        return self.rows // self.tile_rows
+        """Fragments down the tile: a warp's 8-row tile (mma.sync m8n8) fills the top half of one."""
+        return -(-self.rows // self.tile_rows)
 
     @property
     def packing(self) -> int:

@@ -1,12 +1,13 @@
 """Warp-level MMA: the `mma` statements of a `group` scope (no `group-4` around it), as mma.sync.
 
-`mma.row.col acc, a, b` on one warp becomes, for each 16 rows of the tile, each K step of the
-instruction (semantics/mma_shapes.py: m16n8k16 for 16-bit operands, m16n8k32 or k16 for 8-bit integers)
-and each 8 columns, one `mma.sync.aligned.m16n8kK` whose A and B registers each lane loads
-from the operand tiles (shared or global memory) with plain loads, into the fragment layout that
-choreo_runtime.cuh ("warp-level MMA") describes lane by lane. The accumulator is the WGMMA one of a
-warpgroup of one warp with 16-row tiles (AccumulatorRegisters with tile_rows 16), declared where
-the source declares it: above the warps, every lane holds its own copy, which is its warp's.
+`mma.row.col acc, a, b` on one warp becomes, for each 16 (or 8) rows of the tile, each K step of the
+instruction (semantics/mma_shapes.py: m16n8k16 or k8 for 16-bit operands, m16n8k32 or k16 for 8-bit
+integers, m8n8k4 and m8n8k16 for 8-row tiles) and each 8 columns, one `mma.sync.aligned` whose A and B
+registers each lane loads from the operand tiles (shared or global memory) with plain loads, into the
+fragment layout that choreo_runtime.cuh ("warp-level MMA") describes lane by lane. The accumulator is
+the WGMMA one of a warpgroup of one warp with 16-row tiles (AccumulatorRegisters with tile_rows 16; an
+8-row tile uses the top half of one), declared where the source declares it: above the warps, every
+lane holds its own copy, which is its warp's.
 
 `mma.load` names its tile for the MMA that uses it, as on a warpgroup: that MMA loads the
 registers, so the tile must not change in between (the sim reads it at the load).
@@ -37,12 +38,13 @@ STORE_TYPES = ("f32", "f16", "bf16", "s32")  # what mma.store converts a warp's 
 
 
 def wrapper_name(instruction: WarpInstruction, accumulator: str) -> str:
-    return f"mma_sync_m16n8k{instruction.k}_{accumulator}_{instruction.kind}"
+    return f"mma_sync_{instruction.shape}_{accumulator}_{instruction.kind}"
 
 
 def wrapper(instruction: WarpInstruction, accumulator: str) -> str:
-    """The device function of one mma.sync form: D = A * B + D on this lane's registers."""
-    count = 2 if accumulator == "f16" else 4
+    """The device function of one mma.sync form: D = A * B + D on this lane's registers (of m8n8k4, moved
+    into the rows its quad pairs hold and back, choreo_runtime.cuh)."""
+    count = instruction.c_registers(accumulator)
     a_count, b_count = instruction.a_registers, instruction.b_registers
     c_type = {"f32": "float", "s32": "int"}.get(accumulator, "unsigned")
     constraint = "+f" if accumulator == "f32" else "+r"
@@ -51,15 +53,24 @@ def wrapper(instruction: WarpInstruction, accumulator: str) -> str:
     b = ", ".join(f"%{count + a_count + i}" for i in range(b_count))
     outputs = ", ".join(f'"{constraint}"(acc[{i}])' for i in range(count))
     inputs = ", ".join([*(f'"r"(a[{i}])' for i in range(a_count)), *(f'"r"(b[{i}])' for i in range(b_count))])
+    head = [
+        f"// {instruction.ptx(accumulator)}: acc ({count} {c_type} registers of this lane) += A * B,",
+        f"// A in {a_count} registers, B in {b_count} (the layouts of the 'warp-level MMA' section).",
+        f"CHOREO_DEVICE void {wrapper_name(instruction, accumulator)}({c_type}* fragment, "
+        f"const unsigned (&a)[{a_count}], const unsigned (&b)[{b_count}]) {{",
+    ]
+    if instruction.quad_pairs:
+        head += [f"  unsigned acc[{count}];", "  to_quad_pair_rows(acc, fragment[0]);"]
+    else:
+        head.append(f"  {c_type}* acc = fragment;")
+    tail = ["  fragment[0] = from_quad_pair_rows(acc);"] if instruction.quad_pairs else []
     return "\n".join(
         [
-            f"// {instruction.ptx(accumulator)}: acc ({count} {c_type} registers of this lane) += A * B,",
-            f"// A in {a_count} registers, B in {b_count} (the layouts of the 'warp-level MMA' section).",
-            f"CHOREO_DEVICE void {wrapper_name(instruction, accumulator)}({c_type}* acc, "
-            f"const unsigned (&a)[{a_count}], const unsigned (&b)[{b_count}]) {{",
+            *head,
             f'  asm volatile("{instruction.ptx(accumulator)} {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"',
             f"               : {outputs}",
             f"               : {inputs});",
+            *tail,
             "}",
         ]
     )
@@ -125,9 +136,10 @@ class WarpMma:
             elem = emitter.info.mma_owners[symbol].accumulator
             name = emitter.names.local(symbol.name)
             accumulator = AccumulatorRegisters(cexpr.name(name), elem, rows, columns, WARP_TILE_ROWS)
+            halves = ", the top half of each" if rows < WARP_TILE_ROWS else ""
             emitter.out.line(
                 f"{accumulator.c_type} {name}[{accumulator.registers}];  // {rows}x{columns} {elem}: "
-                f"{accumulator.tiles * columns // 8} m16n8 fragment(s) per warp, each lane its own registers"
+                f"{accumulator.tiles * columns // 8} m16n8 fragment(s) per warp{halves}, each lane its own registers"
             )
             emitter.bindings[symbol] = accumulator
             value = emitter.expressions.operand(args[0])
@@ -178,7 +190,7 @@ class WarpMma:
             rows, columns = columns, rows
             emitter.out.line("// transposed: element (i, j) of the accumulator goes to (j, i) of the tile")
         emitter.out.line(
-            f"choreo::store_warp_accumulator<{accumulator.tiles}, {accumulator.columns}>({accumulator.name.text}, "
+            f"choreo::store_warp_accumulator<{accumulator.rows}, {accumulator.columns}>({accumulator.name.text}, "
             f"{destination.start.text}, {rows.text}, {columns.text});"
         )
 
@@ -195,11 +207,12 @@ class WarpMma:
         m = _extent(a, 1 if a_transposed else 0)
         k = _extent(a, 0 if a_transposed else 1)
         n = _extent(b, 1 if b_col else 0)
-        instruction = warp_instruction(a.elem, k)
-        if instruction is None or b.elem != a.elem or accumulator.elem not in instruction.accumulators:
+        rows = 8 if m == 8 else WARP_TILE_ROWS  # an 8-row tile takes the m8n8 forms
+        instruction = warp_instruction(a.elem, k, accumulator.elem, rows)
+        if instruction is None or b.elem != a.elem:
             raise LoweringError(
-                f"a warp's MMA takes {', '.join(WARP_MMA)} operands of one type; here {a.elem}, {b.elem} "
-                f"into {accumulator.elem}",
+                f"a warp's MMA takes {', '.join(WARP_MMA)} operands of one type in a tile of the mma.sync forms; "
+                f"here m{m}n{n}k{k} of {a.elem}, {b.elem} into {accumulator.elem}",
                 stmt,
             )
         if (m, n) != (accumulator.rows, accumulator.columns):
@@ -208,35 +221,35 @@ class WarpMma:
             )
         name = wrapper_name(instruction, accumulator.elem)
         self.forms[name] = (instruction, accumulator.elem)
-        per_fragment = 2 if accumulator.elem == "f16" else 4
-        tiles, steps, groups = m // 16, k // instruction.k, n // 8
+        per_fragment = 2 if accumulator.elem == "f16" else 4  # registers of one (padded) m16n8 fragment
+        tiles, steps, groups = m // instruction.m, k // instruction.k, n // 8
         out.line(
-            f"// {instruction.ptx(accumulator.elem)}: {tiles} x {groups} fragment(s) of 16x8, "
+            f"// {instruction.ptx(accumulator.elem)}: {tiles} x {groups} fragment(s) of {instruction.m}x8, "
             f"{steps} K step(s) of {instruction.k}"
         )
         m_tile, k_step, n_tile = (emitter.names.fresh(word) for word in ("m_tile", "k_step", "n_tile"))
         a_regs, b_regs = emitter.names.fresh("a_registers"), emitter.names.fresh("b_registers")
-        a_start = _offset(a.start, (m_tile, 16, a_m), (k_step, instruction.k, a_k))
+        a_start = _offset(a.start, (m_tile, instruction.m, a_m), (k_step, instruction.k, a_k))
         b_start = _offset(b.start, (k_step, instruction.k, b_k), (n_tile, 8, b_n))
         fragment = f"{accumulator.name.text} + ({m_tile} * {groups} + {n_tile}) * {per_fragment}"
+        if instruction.quad_pairs:
+            load_a, load_b = "choreo::load_quad_pair_a", "choreo::load_quad_pair_b"
+            a_text = "A: row lane % 4 + 4 * (lane / 16), each quad pair the whole 8x4 tile"
+            b_text = "B: column lane % 4 + 4 * (lane / 16)"
+        else:
+            load_a, load_b = f"choreo::load_mma_a<{instruction.k}>", f"choreo::load_mma_b<{instruction.k}>"
+            a_text = "A: rows lane / 4" + (" and + 8" if instruction.m == 16 else "") + ", K by lane % 4"
+            b_text = "B: column lane / 4, K rows by lane % 4"
         out.line("#pragma unroll")
         with out.block(f"for (int {m_tile} = 0; {m_tile} < {tiles}; ++{m_tile})"):
             out.line("#pragma unroll")
             with out.block(f"for (int {k_step} = 0; {k_step} < {steps}; ++{k_step})"):
-                out.line(
-                    f"unsigned {a_regs}[{instruction.a_registers}];  // A: rows lane / 4 and + 8, K by lane % 4"
-                )
-                out.line(
-                    f"choreo::load_mma_a<{instruction.k}>({a_regs}, {a_start.text}, {a_m.text}, {a_k.text});"
-                )
+                out.line(f"unsigned {a_regs}[{instruction.a_registers}];  // {a_text}")
+                out.line(f"{load_a}({a_regs}, {a_start.text}, {a_m.text}, {a_k.text});")
                 out.line("#pragma unroll")
                 with out.block(f"for (int {n_tile} = 0; {n_tile} < {groups}; ++{n_tile})"):
-                    out.line(
-                        f"unsigned {b_regs}[{instruction.b_registers}];  // B: column lane / 4, K rows by lane % 4"
-                    )
-                    out.line(
-                        f"choreo::load_mma_b<{instruction.k}>({b_regs}, {b_start.text}, {b_k.text}, {b_n.text});"
-                    )
+                    out.line(f"unsigned {b_regs}[{instruction.b_registers}];  // {b_text}")
+                    out.line(f"{load_b}({b_regs}, {b_start.text}, {b_k.text}, {b_n.text});")
                     out.line(f"choreo::{name}({fragment}, {a_regs}, {b_regs});")
         future = emitter.info.futures.get(id(stmt))
         if future is not None:
