@@ -72,6 +72,8 @@ class FunctionInfo:
     printed: list[tuple[Span, str]] = field(default_factory=list)  # what `print!` shows at compile time
     print_formats: dict[int, tuple[Piece, ...]] = field(default_factory=dict)  # id(Print) -> its format
     mma_owners: dict[Symbol, MmaOwner] = field(default_factory=dict)  # accumulator -> its MMAs' owner
+    # id() of each `acc = mma.load TILE;` whose result an MMA accumulates into (a warp's, from memory)
+    loaded_accumulators: set[int] = field(default_factory=set)
     # id(Apply) over a tile -> the row vectors its body sums each row into (`v.at(i) += x.at(i, j)`)
     row_sums: dict[int, tuple[ast.Expr, ...]] = field(default_factory=dict)
     # id(Assign) of `acc += bias;`: a scalar combined into every element of an accumulator or fragment

@@ -1628,6 +1628,31 @@ CHOREO_DEVICE void store_warp_accumulator(const A* acc, T* out, int row_stride, 
       }
 }
 
+// `acc = mma.load tile;` in a warp, as an accumulator: element (i, j) of a [Rows, N] tile (Rows 8, or a multiple
+// of 16) from in[i * row_stride + j * column_stride], into the layout store_warp_accumulator writes from; the
+// padding rows of an 8-row tile are zero.
+CHOREO_DEVICE void set_element(float* acc, int i, float value) { acc[i] = value; }
+CHOREO_DEVICE void set_element(int* acc, int i, int value) { acc[i] = value; }
+CHOREO_DEVICE void set_element(unsigned* acc, int i, f16 value) {
+  const int shift = 16 * (i % 2);
+  acc[i / 2] = (acc[i / 2] & ~(0xffffu << shift)) | (static_cast<unsigned>(value.bits) << shift);
+}
+template <int Rows, int N, class A, int R, class T>
+CHOREO_DEVICE void load_warp_accumulator(A (&acc)[R], const T* in, int row_stride, int column_stride) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < R; ++i) acc[i] = 0;
+#pragma unroll
+  for (int tile = 0; tile < (Rows + 15) / 16; ++tile)
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = tile * 16 + lane / 4 + 8 * (r / 2), column = j * 8 + (lane % 4) * 2 + r % 2;
+        if (row < Rows) set_element(acc, (tile * (N / 8) + j) * 4 + r, in[row * row_stride + column * column_stride]);
+      }
+}
+
 // ------------------------------------------------------------------------- run-time checks
 
 // The factor of a `select`, checked where the compiler cannot show it in range: outside [0, count) it

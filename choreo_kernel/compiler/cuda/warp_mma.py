@@ -126,25 +126,30 @@ class WarpMma:
         else:
             symbol = emitter.info.declared(stmt, stmt.result.id)
             assert symbol is not None  # handles() found its owner
-            shape = symbol.accumulator_shape
-            if shape is None or not all(isinstance(d, int) for d in shape):
-                raise LoweringError(
-                    f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
-                    stmt,
-                )
-            rows, columns = (int(d) for d in shape)
-            elem = emitter.info.mma_owners[symbol].accumulator
-            name = emitter.names.local(symbol.name)
-            accumulator = AccumulatorRegisters(cexpr.name(name), elem, rows, columns, WARP_TILE_ROWS)
-            halves = ", the top half of each" if rows < WARP_TILE_ROWS else ""
-            emitter.out.line(
-                f"{accumulator.c_type} {name}[{accumulator.registers}];  // {rows}x{columns} {elem}: "
-                f"{accumulator.tiles * columns // 8} m16n8 fragment(s) per warp{halves}, each lane its own registers"
-            )
-            emitter.bindings[symbol] = accumulator
+            accumulator = self._declare(symbol, emitter.info.mma_owners[symbol].accumulator, stmt)
             value = emitter.expressions.operand(args[0])
         fill = elements.convert(value.expr, value.type, "f32")
         emitter.out.line(f"choreo::fill_accumulator({accumulator.name.text}, {fill.text});")
+
+    def _declare(self, symbol: Symbol, elem: str, stmt: ast.Stmt) -> AccumulatorRegisters:
+        """The registers of a warp's accumulator, declared where the source declares it."""
+        emitter = self.emitter
+        shape = symbol.accumulator_shape
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            raise LoweringError(
+                f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
+                stmt,
+            )
+        rows, columns = (int(d) for d in shape)
+        name = emitter.names.local(symbol.name)
+        accumulator = AccumulatorRegisters(cexpr.name(name), elem, rows, columns, WARP_TILE_ROWS)
+        halves = ", the top half of each" if rows < WARP_TILE_ROWS else ""
+        emitter.out.line(
+            f"{accumulator.c_type} {name}[{accumulator.registers}];  // {rows}x{columns} {elem}: "
+            f"{accumulator.tiles * columns // 8} m16n8 fragment(s) per warp{halves}, each lane its own registers"
+        )
+        emitter.bindings[symbol] = accumulator
+        return accumulator
 
     def _accumulator(self, expr: ast.Expr) -> AccumulatorRegisters:
         value = self.emitter.expressions.value(expr)
@@ -162,9 +167,27 @@ class WarpMma:
         symbol = self.emitter.info.symbol_of.get(id(stmt.result)) if stmt.result is not None else None
         if symbol is None and stmt.result is not None:
             symbol = self.emitter.info.declared(stmt, stmt.result.id)
+        if symbol is not None and id(stmt) in self.emitter.info.loaded_accumulators:
+            self._load_accumulator(symbol, view, stmt)
+            return
         if symbol is not None:
             self.emitter.bindings[symbol] = view
         self.emitter.out.line("// the MMA that uses this tile loads each lane's registers from it")
+
+    def _load_accumulator(self, symbol: Symbol, view: View, stmt: ast.OperationStmt) -> None:
+        """`acc = mma.load TILE;` that an MMA accumulates into: registers that start from the tile (C)."""
+        accumulator = self._declare(symbol, view.elem, stmt)
+        dims = [d.value for d in view.dims]
+        if dims != [accumulator.rows, accumulator.columns]:
+            raise LoweringError(
+                f"'{symbol.name}' loads a plain {accumulator.rows}x{accumulator.columns} tile as its accumulator",
+                stmt,
+            )
+        rows, columns = view.strides[0], view.strides[1]
+        self.emitter.out.line(
+            f"choreo::load_warp_accumulator<{accumulator.rows}, {accumulator.columns}>({accumulator.name.text}, "
+            f"{view.start.text}, {rows.text}, {columns.text});  // each lane its elements of the tile"
+        )
 
     def _store(self, stmt: ast.OperationStmt, transposed: bool) -> None:
         emitter = self.emitter

@@ -34,6 +34,7 @@ from choreo_kernel.runtime.sim.operations import (
     Product,
     add_scaled_partial,
     copy,
+    loaded_accumulator,
     matrix_multiply,
     operand_of,
     owned,
@@ -68,10 +69,14 @@ class Issuer:
         elif words[0] == "load":
             view = self.evaluator.view(operation.args[0], at)
             tiles = view.read()
-            fragments = (
-                [Fragment(tile.copy()) for tile in tiles] if view.varying else [Fragment(tiles.copy())]
-            )
-            result = per_lane(fragments, group)
+            copies = [tile.copy() for tile in tiles] if view.varying else [tiles.copy()]
+            if id(stmt) in self.info.loaded_accumulators:  # a warp's accumulator that starts from the tile
+                own = (
+                    copies if view.varying else [tiles.copy() for _ in group.lanes]
+                )  # each its own, to update
+                result = per_lane([loaded_accumulator(tile) for tile in own], group)
+            else:
+                result = per_lane([Fragment(tile) for tile in copies], group)
         elif words[0] == "store":
             accumulators = self._accumulators(operation.args[0], at, group)
             mask = tuple(plain(self.evaluator.value(arg, at)) for arg in operation.args[2:])

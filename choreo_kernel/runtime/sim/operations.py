@@ -157,6 +157,13 @@ class Accumulator:
             self.value[...] = fill
 
 
+def loaded_accumulator(tile: np.ndarray) -> Accumulator:
+    """`acc = mma.load TILE;` that an MMA accumulates into: an accumulator of the tile's type, holding it."""
+    accumulator = Accumulator(element_type_of(tile.dtype), 0)
+    accumulator.value = tile
+    return accumulator
+
+
 class InstanceAccumulators:
     """An accumulator declared above the level that runs its MMAs (`mc = mma.fill 0.0;` in a block, its
     MMAs in `parallel ... : group`): one per instance of that level (each warp's registers), made at its

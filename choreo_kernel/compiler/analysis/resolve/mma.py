@@ -10,7 +10,7 @@ of 16 (16-bit types) or 32 (8-bit types).  The `.sp` (2:4 sparse A, with metadat
 from __future__ import annotations
 
 from choreo_kernel.compiler import ast, printer
-from choreo_kernel.compiler.analysis.resolve.warp_mma import WarpMmaRules, off_its_warps
+from choreo_kernel.compiler.analysis.resolve.warp_mma import WarpMmaRules, loads_a_tile, off_its_warps
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     ELEMENT_BYTES,
@@ -240,6 +240,11 @@ class MmaRules(WarpMmaRules):
         symbol = self._symbol_of_name(acc_expr)
         accumulator_name = acc_expr.id if isinstance(acc_expr, ast.Name) else None
         info = FutureInfo(operation, stmt, "mma", operation.is_async, accumulator=accumulator_name)
+        if isinstance(accumulator, Fragment) and symbol is not None and loads_a_tile(symbol):
+            loaded = self._loaded_accumulator(symbol, accumulator, acc_expr)
+            if loaded is None:
+                return info
+            accumulator = loaded
         if not isinstance(accumulator, (Accumulator, Unknown)):
             self.error(
                 f"the first operand of '{operation.text}' must be an accumulator (from mma.fill), "

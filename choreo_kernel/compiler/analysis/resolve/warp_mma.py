@@ -12,10 +12,12 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo, MmaOwner
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
-from choreo_kernel.compiler.analysis.values import Dim, Symbol
+from choreo_kernel.compiler.analysis.values import Accumulator, Dim, Fragment, Symbol
 from choreo_kernel.compiler.diagnostics import Note, Span
 from choreo_kernel.compiler.semantics.levels import Level, register_level
 from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, warp_tile_problem
+
+LOADED_ACCUMULATOR_TYPES = ("f32", "f16", "s32")  # what `acc = mma.load TILE;` accumulates in
 
 
 class WarpMmaRules(ResolverBase):
@@ -29,6 +31,36 @@ class WarpMmaRules(ResolverBase):
         if symbol is not None and symbol not in self.info.mma_owners:
             self.info.mma_owners[symbol] = MmaOwner(context, accumulator, span)
         return accumulator
+
+    def _loaded_accumulator(self, symbol: Symbol, tile: Fragment, expr: ast.Expr) -> Accumulator | None:
+        """`acc = mma.load TILE;` multiplied into: a warp's accumulator that starts from the tile (C read from
+        memory), of its shape and element type; None where it cannot be one (reported once: later uses see
+        an accumulator)."""
+        declaration = symbol.declaration
+        context = self.info.context_of.get(id(declaration))
+        elem = tile.data.elem
+        symbol.value = Accumulator(elem if elem in LOADED_ACCUMULATOR_TYPES else "f32")
+        if context is None or register_level(context.level_kinds) != Level.WARP:
+            self.error(
+                f"'{symbol.name}' is loaded with mma.load and accumulated into: an accumulator loaded from memory "
+                "is a warp's (mma.sync); load it inside the 'group' scope of its MMAs (a warpgroup's starts from "
+                "mma.fill)",
+                expr.span,
+                Note("loaded here", symbol.span),
+            )
+            return None
+        if elem not in LOADED_ACCUMULATOR_TYPES or len(tile.data.dims) != 2:
+            self.error(
+                f"'{symbol.name}' ({tile.describe()}) is accumulated into: an accumulator loaded with mma.load is "
+                f"a 2-D tile of {', '.join(LOADED_ACCUMULATOR_TYPES)} elements",
+                expr.span,
+                Note("loaded here", symbol.span),
+            )
+            return None
+        dims = tile.data.dims
+        symbol.accumulator_shape = (dims[0], dims[1])
+        self.info.loaded_accumulators.add(id(declaration))
+        return symbol.value
 
     def _check_warp_tile(
         self, operation: ast.Operation, operand: str, m: Dim, n: Dim, k: Dim, accumulator: str
@@ -70,13 +102,27 @@ def on_warp(owner: MmaOwner | None) -> bool:
 
 
 def accumulator_type(symbol: Symbol | None, operand: str) -> str:
-    """What `acc = mma.fill[.T] v` accumulates in: T where it is written, else the default for the operands."""
+    """What `acc = mma.fill[.T] v` accumulates in: T where it is written, else the default for the operands;
+    what `acc = mma.load TILE;` does: the tile's type."""
     declaration = symbol.declaration if symbol is not None else None
+    if symbol is not None and loads_a_tile(symbol) and isinstance(symbol.value, Accumulator):
+        return symbol.value.elem
     if isinstance(declaration, ast.OperationStmt):
         words = declaration.operation.words
         if len(words) > 1 and words[0] == "fill":
             return words[1]
     return default_accumulator(operand)
+
+
+def loads_a_tile(symbol: Symbol) -> bool:
+    """Whether `symbol` is declared by `x = mma.load TILE;`."""
+    declaration = symbol.declaration
+    return (
+        isinstance(declaration, ast.OperationStmt)
+        and declaration.operation.family == "mma"
+        and declaration.operation.words[:1] == ["load"]
+        and len(declaration.operation.args) == 1
+    )
 
 
 def off_its_warps(info: FunctionInfo, expr: ast.Expr, context: Context, what: str) -> tuple[str, Note] | None:
