@@ -522,3 +522,25 @@ def known_count_mismatch(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
     if isinstance(count_a, int) and isinstance(count_b, int):
         return count_a != count_b
     return False
+
+
+# (exponent bits, mantissa bits) of the floating types a scalar is converted between.
+FLOAT_FORMATS = {
+    "f64": (11, 52),
+    "f32": (8, 23),
+    "tf32": (8, 10),
+    "bf16": (8, 7),
+    "f16": (5, 10),
+    "f8_e4m3": (4, 3),
+    "f8_e5m2": (5, 2),
+}
+
+
+def loses_precision(source: str, target: str) -> bool:
+    """Whether converting a `source` float into `target` can change its value: into an integer, or into a
+    float with fewer exponent or mantissa bits."""
+    if source not in FLOAT_FORMATS or source == target:
+        return False
+    if target not in FLOAT_FORMATS:
+        return target not in FLOAT_TYPES  # an integer
+    return any(t < s for s, t in zip(FLOAT_FORMATS[source], FLOAT_FORMATS[target]))

@@ -148,13 +148,13 @@ class MmaRules(WarpMmaRules):
             if len(operation.args) != 1:
                 self.error("'acc = mma.fill.f32 VALUE;' takes one value", operation.span)
             for arg in operation.args:
-                self._expr(arg)
+                self._note_fill_value(stmt, arg, self._expr(arg))
             return Accumulator(elem)
         if len(operation.args) != 2:
             self.error("'mma.fill ACC, VALUE;' takes an accumulator and a value", operation.span)
             return None
         accumulator = self._expr(operation.args[0])
-        self._expr(operation.args[1])
+        self._note_fill_value(stmt, operation.args[1], self._expr(operation.args[1]))
         if not isinstance(accumulator, (Accumulator, Unknown)):
             self.error(
                 f"'mma.fill' re-initializes an accumulator; this is {accumulator.describe()}",

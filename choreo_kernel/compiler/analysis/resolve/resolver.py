@@ -51,10 +51,12 @@ class Resolver(StatementRules, CopyRules, MmaRules, ViewRules, ExpressionRules):
             self._param(param)
         self.badly_nested: set[int] = set()  # id(kernel) of kernels whose levels do not nest
         self.multiplied = set()
+        self.fill_values = []
         self._statements(function.body.body, Context())
         self._check_placeholders_used()
         self._launches()
         self._check_accumulators_multiplied(function)
+        self._check_fill_conversions()
         check_device_code(self.info, self.sink, self.target)
         if function.return_type.name not in ("void", "auto") and not self.saw_return:
             self.error(

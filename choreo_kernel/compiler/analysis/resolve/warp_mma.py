@@ -12,7 +12,15 @@ from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo, MmaOwner
 from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
-from choreo_kernel.compiler.analysis.values import Accumulator, Dim, Fragment, Symbol
+from choreo_kernel.compiler.analysis.values import (
+    Accumulator,
+    Dim,
+    Fragment,
+    Scalar,
+    Symbol,
+    Value,
+    loses_precision,
+)
 from choreo_kernel.compiler.diagnostics import Note, Span
 from choreo_kernel.compiler.semantics.levels import Level, register_level
 from choreo_kernel.compiler.semantics.mma_shapes import default_accumulator, warp_tile_problem
@@ -24,6 +32,7 @@ class WarpMmaRules(ResolverBase):
     """The warp-level (mma.sync) checks of `mma.row.col` and friends."""
 
     multiplied: set[int]  # id() of the declarations of the accumulators some MMA multiplies into
+    fill_values: list[tuple[ast.OperationStmt, ast.Expr, str]]  # each mma.fill's value and its type
 
     def _record_owner(self, symbol: Symbol | None, operand: str, context: Context, span: Span) -> str:
         """The accumulator's type (the fill's, or the default for `operand`), recorded with its owner."""
@@ -75,6 +84,30 @@ class WarpMmaRules(ResolverBase):
             symbol = self.scope.lookup(args[0].id)
             if symbol is not None:
                 self.multiplied.add(id(symbol.declaration))
+
+    def _note_fill_value(self, stmt: ast.OperationStmt, expr: ast.Expr, value: Value) -> None:
+        """Remember a fill's value type: whether converting it loses precision is known once the accumulator's
+        type is (its MMAs decide an untyped one), in `_check_fill_conversions`."""
+        zero = isinstance(expr, (ast.FloatLiteral, ast.IntLiteral)) and expr.value == 0  # exact in every type
+        if isinstance(value, Scalar) and not zero:
+            self.fill_values.append((stmt, expr, value.type))
+
+    def _check_fill_conversions(self) -> None:
+        """`mma.fill acc, 1.5f;` into an f16 accumulator converts an f32: a warning, as for any implicit
+        narrowing (a literal zero is exact, so it has none)."""
+        for stmt, expr, source in self.fill_values:
+            args = stmt.operation.args
+            if stmt.result is not None:
+                symbol = self.info.declared(stmt, stmt.result.id)
+            else:
+                symbol = self.info.symbol_of.get(id(args[0])) if isinstance(args[0], ast.Name) else None
+            owner = self.info.mma_owners.get(symbol) if symbol is not None else None
+            words = stmt.operation.words
+            target = words[1] if len(words) > 1 else owner.accumulator if owner is not None else None
+            if target is not None and loses_precision(source, target):
+                self.sink.warning(
+                    f"The implicit type conversion may lose precision: '{source}' to '{target}'", expr.span
+                )
 
     def _check_accumulators_multiplied(self, function: ast.Function) -> None:
         """An accumulator takes its shape, so its registers, from the MMAs that use it: one without any
