@@ -252,7 +252,6 @@ AMPERE_MMA = Program(
             Tolerance(rtol=0.002),
         ),
     ],
-    pending=NOT_YET_COMPILED,
 )
 
 
