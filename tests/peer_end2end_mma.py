@@ -274,7 +274,6 @@ WMMA = Program(
         _wmma("matmul_u8_s32", np.uint8, np.int32),
         _wmma("matmul_tf32_f32", F32, F16),  # the main rounds each product to f16
     ],
-    pending=NOT_YET_COMPILED,
 )
 
 # wgmma_ss: lhs (m + 2k) % 3 / 2 and rhs (2n + k) % 3 / 2, in f16 and (exactly) in e4m3; outputs written in

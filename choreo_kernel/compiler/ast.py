@@ -225,6 +225,18 @@ class BufferDecl(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class AccumulatorArrayDecl(Stmt):
+    """`frag mc[2][3] {0.0};`, `frag.s32 mc[1][2] {0};`: an array of MMA accumulators, each filled with the
+    value; one shape for all, from the MMAs that use them, and one type, `.T` or the operands' default."""
+
+    elem: str | None
+    name: str
+    name_span: Span
+    dims: tuple[Expr, ...]
+    init: tuple[Expr, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class ScalarDecl(Stmt):
     """`int x = 3;`, `mutable int k = 0;`, `f32 v = ...;` (one node per declarator).
 

@@ -212,6 +212,17 @@ class _AstBuilder(SignatureRules):
             for name, name_span, array_dims, init in declarators
         ]
 
+    def accumulator_array_decl(self, meta: Any, children: list[Any]) -> ast.AccumulatorArrayDecl:
+        _, elem, name, dims, init = children
+        return ast.AccumulatorArrayDecl(
+            self._span(meta),
+            str(elem) if elem is not None else None,
+            str(name),
+            self._token_span(name),
+            dims,
+            init,
+        )
+
     def buffer_declarator(self, meta: Any, children: list[Any]) -> tuple[Any, ...]:
         name, array_dims, init = children
         return str(name), self._token_span(name), array_dims, init

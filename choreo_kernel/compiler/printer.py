@@ -186,6 +186,13 @@ def _buffer(stmt: ast.BufferDecl) -> str:
     return head + (f" {{{expressions(stmt.init)}}}" if stmt.init is not None else "")
 
 
+def _accumulators(stmt: ast.AccumulatorArrayDecl) -> str:
+    head = f"frag{'.' + stmt.elem if stmt.elem else ''} {stmt.name}" + "".join(
+        f"[{expression(d)}]" for d in stmt.dims
+    )
+    return head + (f" {{{expressions(stmt.init)}}}" if stmt.init is not None else "")
+
+
 def _scalar(stmt: ast.ScalarDecl) -> str:
     words = [w for w in ("mutable" if stmt.mutable else "", stmt.storage or "", stmt.type_name or "") if w]
     init = f" = {expression(stmt.init)}" if stmt.init is not None else ""
@@ -240,6 +247,7 @@ STATEMENTS: dict[type[ast.Stmt], Callable[[Any], str]] = {
     ast.InThreads: _inthreads,
     ast.Block: lambda s: "{ ... }",
     ast.BufferDecl: _buffer,
+    ast.AccumulatorArrayDecl: _accumulators,
     ast.ScalarDecl: _scalar,
     ast.EventDecl: _event,
     ast.ShapeDecl: lambda s: f"{s.name} : {expression(s.value)}",

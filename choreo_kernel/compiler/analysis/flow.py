@@ -38,6 +38,7 @@ LEAVES: frozenset[type[ast.Stmt]] = frozenset(
         ast.Assign,
         ast.Break,
         ast.BufferDecl,
+        ast.AccumulatorArrayDecl,
         ast.Continue,
         ast.Empty,
         ast.EventDecl,

@@ -292,6 +292,17 @@ class BufferArray(Value):
 
 
 @dataclass(frozen=True)
+class AccumulatorArray(Value):
+    """`frag mc[2][3] {0.0};`: index it fully (`mc[0][i]`) to get one accumulator."""
+
+    elem: str
+    counts: tuple[Dim, ...]
+
+    def describe(self) -> str:
+        return f"array of {self.elem} accumulators {shape_text(self.counts)}"
+
+
+@dataclass(frozen=True)
 class Transfer:
     """What a dma copy does besides moving the source's elements in order, decided once by the analysis
     and read by both backends: `dma.transp<...>` permutes dimensions (destination dimension k is source

@@ -20,6 +20,7 @@ from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.device_calls import DeviceCallExpressions
 from choreo_kernel.compiler.cuda.selection import FactorCheck, lower_select
 from choreo_kernel.compiler.cuda.views import (
+    AccumulatorArray,
     AccumulatorRegisters,
     BufferSlots,
     FutureValue,
@@ -467,6 +468,8 @@ class Expressions(DeviceCallExpressions):
             base = ShapeValue(self._as_view(base, expr).dims)
         if isinstance(base, BufferSlots):
             return base.slot(tuple(self.integer(i) for i in expr.indices))
+        if isinstance(base, AccumulatorArray):  # `mc[0][i]`: one of a warp's accumulators
+            return base.at(tuple(self.integer(i) for i in expr.indices))
         if isinstance(base, ShapeValue):
             return ShapeValue(tuple(self._derived_dim(base, item) for item in expr.indices))
         if isinstance(base, View):

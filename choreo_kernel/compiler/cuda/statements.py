@@ -332,6 +332,10 @@ class KernelEmitter(ControlStatements, BoundVariables):
 
     # ------------------------------------------------------------------ declarations
 
+    def _AccumulatorArrayDecl(self, stmt: ast.AccumulatorArrayDecl, tail: bool) -> None:
+        self.out.source(stmt)
+        self.warp_mma.declare_array(stmt)
+
     def _BufferDecl(self, stmt: ast.BufferDecl, tail: bool) -> None:
         if stmt.storage == "frag":
             self._bind(stmt, self.fragments.declare(stmt))

@@ -401,6 +401,26 @@ class AccumulatorRegisters:
 
 
 @dataclass(frozen=True)
+class AccumulatorArray:
+    """`frag mc[2][3] {0.0};`: a warp's accumulators of one shape, `element` each, declared as one flat
+    C array of their registers (`mc[6][R]`); `prefix` is the flat index of the leading dimensions chosen."""
+
+    element: AccumulatorRegisters
+    counts: tuple[int, ...]
+    prefix: CExpr = cexpr.ZERO
+
+    def at(self, indices: tuple[CExpr, ...]) -> AccumulatorRegisters | AccumulatorArray:
+        """`mc[i][j]`: one accumulator; with fewer indices, the sub-array they select."""
+        slot = self.prefix
+        for index, count in zip(indices, self.counts):
+            slot = cexpr.add(cexpr.multiply(slot, cexpr.const(count)), index)
+        rest = self.counts[len(indices) :]
+        if rest:
+            return AccumulatorArray(self.element, rest, slot)
+        return replace(self.element, name=cexpr.raw(f"{self.element.name.text}[{slot.text}]"))
+
+
+@dataclass(frozen=True)
 class RowRegisters:
     """A row vector fragment (`frag f32[64] m;`): in each thread, the 2 rows of each 64-row tile its quad owns
     (of each 16-row tile, for a warp's fragment: `tile_rows` 16)."""
@@ -437,6 +457,7 @@ Lowered = (
     | BufferSlots
     | FutureValue
     | AccumulatorRegisters
+    | AccumulatorArray
     | RowRegisters
     | IndexTuple
 )

@@ -17,6 +17,7 @@ an `.async` one is complete when issued, and its `wait` emits nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from choreo_kernel.compiler import ast
@@ -25,7 +26,7 @@ from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, View
+from choreo_kernel.compiler.cuda.views import AccumulatorArray, AccumulatorRegisters, LoweringError, View
 from choreo_kernel.compiler.semantics.levels import Level, register_level
 from choreo_kernel.compiler.semantics.mma_shapes import (
     WARP_MMA,
@@ -131,8 +132,28 @@ class WarpMma:
         fill = elements.convert(value.expr, value.type, "f32")
         emitter.out.line(f"choreo::fill_accumulator({accumulator.name.text}, {fill.text});")
 
-    def _declare(self, symbol: Symbol, elem: str, stmt: ast.Stmt) -> AccumulatorRegisters:
-        """The registers of a warp's accumulator, declared where the source declares it."""
+    def declare_array(self, stmt: ast.AccumulatorArrayDecl) -> None:
+        """`frag mc[2][3] {0.0};`: a warp's accumulators, one flat C array of their registers, each filled."""
+        emitter = self.emitter
+        symbol = emitter.info.declared(stmt, stmt.name)
+        owner = emitter.info.mma_owners.get(symbol) if symbol is not None else None
+        # the analysis rejects an array that no warp's MMA multiplies into
+        assert symbol is not None and owner is not None and on_warp(owner)
+        counts = tuple(emitter.expressions.constant(d, "the size of an accumulator array") for d in stmt.dims)
+        slots = math.prod(counts)
+        element = self._declare(symbol, owner.accumulator, stmt, slots)
+        emitter.bindings[symbol] = AccumulatorArray(element, counts)
+        value = emitter.expressions.operand(stmt.init[0]) if stmt.init else None
+        fill = elements.convert(value.expr, value.type, "f32").text if value is not None else "0.0f"
+        slot = emitter.names.fresh("slot")
+        emitter.out.line(
+            f"for (int {slot} = 0; {slot} < {slots}; ++{slot}) "
+            f"choreo::fill_accumulator({element.name.text}[{slot}], {fill});"
+        )
+
+    def _declare(self, symbol: Symbol, elem: str, stmt: ast.Stmt, slots: int = 0) -> AccumulatorRegisters:
+        """The registers of a warp's accumulator (of `slots` of them: an array's), declared where the source
+        declares it."""
         emitter = self.emitter
         shape = symbol.accumulator_shape
         if shape is None or not all(isinstance(d, int) for d in shape):
@@ -144,8 +165,9 @@ class WarpMma:
         name = emitter.names.local(symbol.name)
         accumulator = AccumulatorRegisters(cexpr.name(name), elem, rows, columns, WARP_TILE_ROWS)
         halves = ", the top half of each" if rows < WARP_TILE_ROWS else ""
+        array, each = (f"[{slots}]", f"{slots} accumulators of ") if slots else ("", "")
         emitter.out.line(
-            f"{accumulator.c_type} {name}[{accumulator.registers}];  // {rows}x{columns} {elem}: "
+            f"{accumulator.c_type} {name}{array}[{accumulator.registers}];  // {each}{rows}x{columns} {elem}: "
             f"{accumulator.tiles * columns // 8} m16n8 fragment(s) per warp{halves}, each lane its own registers"
         )
         emitter.bindings[symbol] = accumulator

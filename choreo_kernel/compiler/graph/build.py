@@ -407,6 +407,7 @@ STATEMENTS: dict[type[ast.Stmt], str] = {  # each kind of statement and the buil
             ast.FragmentOp,
             ast.Assign,
             ast.BufferDecl,
+            ast.AccumulatorArrayDecl,
             ast.ScalarDecl,
             ast.ShapeDecl,
             ast.TupleDecl,

@@ -25,7 +25,7 @@ from choreo_kernel.runtime.sim.device_library import DeviceLibrary
 from choreo_kernel.runtime.sim.errors import SimError
 from choreo_kernel.runtime.sim.events import EventArray, EventTarget
 from choreo_kernel.runtime.sim.frames import Frame, read
-from choreo_kernel.runtime.sim.operations import Fragment, Operation
+from choreo_kernel.runtime.sim.operations import AccumulatorSlots, Fragment, Operation
 from choreo_kernel.runtime.sim.registers import NO_ELEMENTS, RegisterElement, is_register
 from choreo_kernel.runtime.sim.values import BoundedTuple, Buffer, IntTuple, Slots, TupleOf, reshaped_slots
 from choreo_kernel.runtime.sim.views import Bounded, Element, Tiling, View, Window
@@ -415,6 +415,8 @@ class Evaluator(DeviceEvaluation):
             if isinstance(event, EventArray):
                 return EventTarget(event, event.slot_at([self.uniform_int(i, frame) for i in indices]), None)
         base = self.raw(expr.value, frame)
+        if isinstance(base, AccumulatorSlots):  # `mc[0][i]`: one of an array's accumulators
+            return base.at([self.uniform_int(i, frame) for i in expr.indices])
         if (isinstance(base, Buffer) and base.slots) or isinstance(base, Slots):
             return base.slot(self._indices(expr.indices, frame), frame.lanes)
         if isinstance(base, IntTuple):

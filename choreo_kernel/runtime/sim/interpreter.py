@@ -117,6 +117,7 @@ class Interpreter(ControlStatements):
     # is a generator that yields while it waits (tests/test_passes.py checks that every kind is here).
     SIMPLE: ClassVar[dict[type[ast.Stmt], str]] = {
         ast.BufferDecl: "_buffer_decl",
+        ast.AccumulatorArrayDecl: "_accumulator_array_decl",
         ast.ScalarDecl: "_scalar_decl",
         ast.EventDecl: "_event_decl",
         ast.ShapeDecl: "_shape_decl",
@@ -288,6 +289,9 @@ class Interpreter(ControlStatements):
                 flat[: len(values)] = values
                 base[...] = flat.reshape(shape[per_thread:])
         frame.store(stmt.name, Buffer(base, len(slots), per_thread), frame.scope)
+
+    def _accumulator_array_decl(self, stmt: ast.AccumulatorArrayDecl, frame: Frame) -> None:
+        frame.store(stmt.name, self.issuer.accumulator_array(stmt, frame), frame.scope)
 
     def _scalar_decl(self, stmt: ast.ScalarDecl, frame: Frame) -> None:
         value = self.evaluator.value(stmt.init, frame) if stmt.init is not None else 0

@@ -18,7 +18,7 @@ import numpy as np
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.analysis.info import FunctionInfo
-from choreo_kernel.compiler.analysis.values import Transfer
+from choreo_kernel.compiler.analysis.values import Symbol, Transfer
 from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import WARP_THREADS
 from choreo_kernel.runtime.sim.arith import poison_of, stored
@@ -28,6 +28,7 @@ from choreo_kernel.runtime.sim.frames import Frame, per_thread_buffer
 from choreo_kernel.runtime.sim.instances import Instances, instances
 from choreo_kernel.runtime.sim.operations import (
     Accumulator,
+    AccumulatorSlots,
     Fragment,
     InstanceAccumulators,
     Operation,
@@ -158,11 +159,9 @@ class Issuer:
         ):  # acc = mma.fill.f32 0.0f: a new accumulator per instance of its MMAs' level
             fill = plain(self.evaluator.value(args[0], at))
             symbol = self.info.declared(stmt, stmt.result.id)
-            owner = self.info.mma_owners.get(symbol) if symbol is not None else None
-            elem = words[1] if len(words) > 1 else owner.accumulator if owner is not None else None
-            if owner is not None and frame.block.issuing_unit(owner.context, "mma") < unit:
-                return InstanceAccumulators(elem, fill)  # declared above the warps that run its MMAs
-            return per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
+            return self._new_accumulator(
+                symbol, words[1] if len(words) > 1 else None, fill, frame, unit, group
+            )
         fill = plain(self.evaluator.value(args[1], at))
         shared = self.evaluator.value(args[0], at)
         if isinstance(shared, InstanceAccumulators) and unit > WARP_THREADS:  # above the warps: all of them
@@ -171,6 +170,29 @@ class Issuer:
         for accumulator in self._accumulators(args[0], at, group):
             accumulator.reset(fill)
         return None
+
+    def _new_accumulator(
+        self, symbol: Symbol | None, typed: str | None, fill: Any, frame: Frame, unit: int, group: Instances
+    ) -> Any:
+        """A new accumulator per instance of its MMAs' level, of type `typed` or its MMAs' default."""
+        owner = self.info.mma_owners.get(symbol) if symbol is not None else None
+        elem = typed or (owner.accumulator if owner is not None else None)
+        if owner is not None and frame.block.issuing_unit(owner.context, "mma") < unit:
+            return InstanceAccumulators(elem, fill)  # declared above the warps that run its MMAs
+        return per_lane([Accumulator(elem, fill) for _ in group.lanes], group)
+
+    def accumulator_array(self, stmt: ast.AccumulatorArrayDecl, frame: Frame) -> AccumulatorSlots:
+        """`frag mc[2][3] {0.0};`: each accumulator as `mc = mma.fill 0.0;` there would make it."""
+        unit = frame.block.issuing_unit(self.info.context_of[id(stmt)], "mma")
+        group = instances(frame.lanes, unit)
+        at = frame.narrow(group.lanes)
+        fill = plain(self.evaluator.value(stmt.init[0], at)) if stmt.init else 0
+        symbol = self.info.declared(stmt, stmt.name)
+        counts = tuple(self.evaluator.ints(stmt.dims, frame))
+        items = np.empty(counts, dtype=object)
+        for index in np.ndindex(*counts):
+            items[index] = self._new_accumulator(symbol, stmt.elem, fill, frame, unit, group)
+        return AccumulatorSlots(items)
 
     def _multiply(
         self, stmt: ast.OperationStmt, layouts: tuple[str, str], at: Frame, group: Instances

@@ -186,6 +186,21 @@ class InstanceAccumulators:
         return self.instances[instance]
 
 
+class AccumulatorSlots:
+    """`frag mc[2][3] {0.0};`: its accumulators (each as `acc = mma.fill` would make it), by index."""
+
+    def __init__(self, items: np.ndarray) -> None:
+        self.items = items  # object array of the declared counts
+
+    def at(self, indices: list[int]) -> Any:
+        """`mc[0][i]`: one accumulator, or with fewer indices the sub-array they select."""
+        for index, count in zip(indices, self.items.shape):
+            if not 0 <= index < count:
+                raise SimError(f"index {index} is out of range for an accumulator array dimension of {count}")
+        item = self.items[tuple(indices)]
+        return AccumulatorSlots(item) if len(indices) < self.items.ndim else item
+
+
 def owned(items: list[Any], group: Instances) -> list[Any]:
     """Each instance's own accumulator, where one was declared for all instances of a level (above)."""
     return [

@@ -14,6 +14,7 @@ from choreo_kernel.compiler.analysis.scope import Context, Scope
 from choreo_kernel.compiler.analysis.values import (
     INT_TYPES,
     Accumulator,
+    AccumulatorArray,
     Bounded,
     BoundedTuple,
     BufferArray,
@@ -168,7 +169,15 @@ class ResolverBase:
         return value
 
     def _symbol_of_name(self, expr: ast.Expr) -> Symbol | None:
-        return self.info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+        """The symbol a name denotes; of `mc[0][i]`, an element of an accumulator array, the array's (its
+        accumulators share one shape and owner)."""
+        root = expr
+        while isinstance(root, ast.Index):
+            root = root.value
+        symbol = self.info.symbol_of.get(id(root)) if isinstance(root, ast.Name) else None
+        if root is not expr and (symbol is None or not isinstance(symbol.value, AccumulatorArray)):
+            return None
+        return symbol
 
     def _int_expr(self, expr: ast.Expr, what: str) -> Value:
         value = self._expr(expr)

@@ -300,6 +300,13 @@ class MmaRules(WarpMmaRules):
             if symbol is not None and isinstance(accumulator, Accumulator):
                 self._infer_accumulator(symbol, (m, n), operation, acc_expr)
             return info
+        if symbol is not None and isinstance(symbol.declaration, ast.AccumulatorArrayDecl):
+            self.hopper_rule(
+                f"accumulator array '{symbol.name}' holds a warp's accumulators (mma.sync): multiply into its "
+                "elements in a 'group' scope, or give a warpgroup its accumulator with 'acc = mma.fill ...;'",
+                acc_expr.span,
+            )
+            return info
         self._check_hopper_shape(operation, a.elem, m, n, k_a, accumulator, context)
         for name, operand in (("a", a), ("b", b)):
             self._check_swizzle(operand, operation)

@@ -9,6 +9,7 @@ from choreo_kernel.compiler.analysis.resolve.tuples import IndexItem, TupleRules
 from choreo_kernel.compiler.analysis.values import (
     UNKNOWN,
     Accumulator,
+    AccumulatorArray,
     Bounded,
     BufferArray,
     Data,
@@ -40,6 +41,8 @@ class ViewRules(TupleRules):
         base = self._expr(expr.value)
         if isinstance(base, BufferArray):
             return self._slots(base, expr)
+        if isinstance(base, AccumulatorArray):
+            return self._accumulator_of(base, expr)
         if isinstance(base, Event):
             for index, count in zip(expr.indices, base.dims):
                 self._check_index(index, count, f"the slots of event '{expression(expr.value)}'")
@@ -69,6 +72,20 @@ class ViewRules(TupleRules):
         if not isinstance(base, Unknown):
             self.error(f"{base.describe()} cannot be indexed with [...]", expr.span)
         return UNKNOWN
+
+    def _accumulator_of(self, base: AccumulatorArray, expr: ast.Index) -> Value:
+        """`mc[i][j]` (or `mc[i, j]`) of an accumulator array: one accumulator; fewer indices, a sub-array."""
+        name = expression(_array_root(expr.value))
+        if len(expr.indices) > len(base.counts):
+            self.error(
+                f"accumulator array '{name}' has {len(base.counts)} dimension(s), indexed with {len(expr.indices)}",
+                expr.span,
+            )
+            return UNKNOWN
+        for index, count in zip(expr.indices, base.counts):
+            self._check_index(index, count, f"accumulator array '{name}'")
+        rest = base.counts[len(expr.indices) :]
+        return AccumulatorArray(base.elem, rest) if rest else Accumulator(base.elem)
 
     def _slots(self, base: BufferArray, expr: ast.Index) -> Value:
         """`stage[i]`, `b[i][j]` or `b[i, j]`: one buffer of the array, or with fewer indices than its

@@ -14,6 +14,7 @@ from choreo_kernel.compiler.analysis.resolve.base import ResolverBase
 from choreo_kernel.compiler.analysis.scope import Context
 from choreo_kernel.compiler.analysis.values import (
     Accumulator,
+    AccumulatorArray,
     Dim,
     Fragment,
     Scalar,
@@ -32,7 +33,7 @@ class WarpMmaRules(ResolverBase):
     """The warp-level (mma.sync) checks of `mma.row.col` and friends."""
 
     multiplied: set[int]  # id() of the declarations of the accumulators some MMA multiplies into
-    fill_values: list[tuple[ast.OperationStmt, ast.Expr, str]]  # each mma.fill's value and its type
+    fill_values: list[tuple[ast.Stmt, ast.Expr, str]]  # each mma.fill's (or frag array's) value and its type
 
     def _record_owner(self, symbol: Symbol | None, operand: str, context: Context, span: Span) -> str:
         """The accumulator's type (the fill's, or the default for `operand`), recorded with its owner."""
@@ -80,12 +81,32 @@ class WarpMmaRules(ResolverBase):
 
     def _note_multiplied(self, words: list[str], args: tuple[ast.Expr, ...]) -> None:
         """Any MMA (even a wrong one, reported on its own) names its accumulator first."""
-        if words[:1] not in (["fill"], ["load"], ["store"]) and args and isinstance(args[0], ast.Name):
-            symbol = self.scope.lookup(args[0].id)
+        root = accumulator_root(args[0]) if args else None
+        if words[:1] not in (["fill"], ["load"], ["store"]) and root is not None:
+            symbol = self.scope.lookup(root.id)
             if symbol is not None:
                 self.multiplied.add(id(symbol.declaration))
 
-    def _note_fill_value(self, stmt: ast.OperationStmt, expr: ast.Expr, value: Value) -> None:
+    def _stmt_AccumulatorArrayDecl(self, stmt: ast.AccumulatorArrayDecl, context: Context) -> None:
+        """`frag mc[2][3] {0.0};`: accumulators of one shape (from their MMAs), each filled with the value."""
+        counts = tuple(self._positive_count(d, "accumulator array size") for d in stmt.dims)
+        elem = stmt.elem or "f32"  # untyped: the MMAs' operands decide (accumulator_type)
+        if elem not in LOADED_ACCUMULATOR_TYPES:
+            self.error(f"an accumulator is f32 or f16, not '{elem}'", stmt.span)
+        for item in stmt.init or ():
+            self._note_fill_value(stmt, item, self._expr(item))
+        self._declare(
+            Symbol(
+                stmt.name,
+                AccumulatorArray(elem, counts),
+                stmt.name_span,
+                declaration=stmt,
+                origin="accumulator",
+            ),
+            stmt.name_span,
+        )
+
+    def _note_fill_value(self, stmt: ast.Stmt, expr: ast.Expr, value: Value) -> None:
         """Remember a fill's value type: whether converting it loses precision is known once the accumulator's
         type is (its MMAs decide an untyped one), in `_check_fill_conversions`."""
         zero = isinstance(expr, (ast.FloatLiteral, ast.IntLiteral)) and expr.value == 0  # exact in every type
@@ -96,14 +117,17 @@ class WarpMmaRules(ResolverBase):
         """`mma.fill acc, 1.5f;` into an f16 accumulator converts an f32: a warning, as for any implicit
         narrowing (a literal zero is exact, so it has none)."""
         for stmt, expr, source in self.fill_values:
-            args = stmt.operation.args
-            if stmt.result is not None:
+            typed: str | None = None
+            if isinstance(stmt, ast.AccumulatorArrayDecl):
+                symbol, typed = self.info.declared(stmt, stmt.name), stmt.elem
+            elif isinstance(stmt, ast.OperationStmt) and stmt.result is not None:
                 symbol = self.info.declared(stmt, stmt.result.id)
+                typed = stmt.operation.words[1] if len(stmt.operation.words) > 1 else None
             else:
-                symbol = self.info.symbol_of.get(id(args[0])) if isinstance(args[0], ast.Name) else None
+                assert isinstance(stmt, ast.OperationStmt)
+                symbol = self._symbol_of_name(stmt.operation.args[0])
             owner = self.info.mma_owners.get(symbol) if symbol is not None else None
-            words = stmt.operation.words
-            target = words[1] if len(words) > 1 else owner.accumulator if owner is not None else None
+            target = typed or (owner.accumulator if owner is not None else None)
             if target is not None and loses_precision(source, target):
                 self.sink.warning(
                     f"The implicit type conversion may lose precision: '{source}' to '{target}'", expr.span
@@ -113,15 +137,20 @@ class WarpMmaRules(ResolverBase):
         """An accumulator takes its shape, so its registers, from the MMAs that use it: one without any
         cannot be laid out in registers on CUDA."""
         for stmt in ast.walk_statements(function.body):
-            if (
+            if isinstance(stmt, ast.AccumulatorArrayDecl):
+                name = stmt.name
+            elif (
                 isinstance(stmt, ast.OperationStmt)
                 and stmt.result is not None
                 and stmt.operation.family == "mma"
                 and stmt.operation.words[:1] == ["fill"]
-                and id(stmt) not in self.multiplied
             ):
+                name = stmt.result.id
+            else:
+                continue
+            if id(stmt) not in self.multiplied:
                 self.hopper_rule(
-                    f"the MMA operation of accumulator '{stmt.result.id}' cannot be executed: no MMA uses it, so "
+                    f"the MMA operation of accumulator '{name}' cannot be executed: no MMA uses it, so "
                     "the MMA information is incomplete (its shape and its registers come from the mma.row/col that "
                     "multiplies into it); remove it, or use it in an MMA (an inner declaration of the same name is "
                     "another accumulator)",
@@ -140,6 +169,8 @@ def accumulator_type(symbol: Symbol | None, operand: str) -> str:
     declaration = symbol.declaration if symbol is not None else None
     if symbol is not None and loads_a_tile(symbol) and isinstance(symbol.value, Accumulator):
         return symbol.value.elem
+    if isinstance(declaration, ast.AccumulatorArrayDecl) and declaration.elem is not None:
+        return declaration.elem
     if isinstance(declaration, ast.OperationStmt):
         words = declaration.operation.words
         if len(words) > 1 and words[0] == "fill":
@@ -161,7 +192,8 @@ def loads_a_tile(symbol: Symbol) -> bool:
 def off_its_warps(info: FunctionInfo, expr: ast.Expr, context: Context, what: str) -> tuple[str, Note] | None:
     """An accumulator declared above the warps that multiply into it is one per warp: it is stored and
     its elements are visited inside their `group` scope, where each warp has its own."""
-    symbol = info.symbol_of.get(id(expr)) if isinstance(expr, ast.Name) else None
+    root = accumulator_root(expr)
+    symbol = info.symbol_of.get(id(root)) if root is not None else None
     owner = info.mma_owners.get(symbol) if symbol is not None else None
     if symbol is None or owner is None:
         return None
@@ -172,3 +204,10 @@ def off_its_warps(info: FunctionInfo, expr: ast.Expr, context: Context, what: st
         "inside that scope, where each warp has its own"
     )
     return message, Note("its MMAs run here", owner.span)
+
+
+def accumulator_root(expr: ast.Expr) -> ast.Name | None:
+    """The name an accumulator expression starts from: `mc` of `mc` and of `mc[0][i]` (an accumulator array)."""
+    while isinstance(expr, ast.Index):
+        expr = expr.value
+    return expr if isinstance(expr, ast.Name) else None
