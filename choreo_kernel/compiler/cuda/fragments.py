@@ -87,6 +87,7 @@ class Fragments:
             raise LoweringError("'apply' walks the elements of an accumulator or a fragment", stmt.target)
         out.source(stmt)
         register = emitter.names.fresh(f"{emitter.names.source(_text(target))}_element")
+        skip = ""
         if isinstance(registers, AccumulatorRegisters):
             columns = registers.columns
             count = registers.elements
@@ -108,6 +109,8 @@ class Fragments:
                 Operand(column, "s32", cexpr.const(columns)),
             ]
             visit = _Visit(register, columns, registers.rows, layout)
+            if registers.rows % tile_rows:  # an 8-row tile (mma.sync m8n8) fills the top half of a fragment
+                skip = f"if ({row.text} >= {registers.rows}) continue;  // not the tile's: the fragment's padding rows"
         else:
             count = registers.registers
             out.line(
@@ -120,6 +123,8 @@ class Fragments:
         sums = self._row_sums_started(stmt)
         out.line("#pragma unroll")
         with out.block(f"for (int {register} = 0; {register} < {count}; ++{register})"):
+            if skip:
+                out.line(skip)
             bind(bound)
             self.visit = visit
             try:

@@ -38,6 +38,7 @@ from choreo_kernel.compiler.analysis.values import (
     TemplateValue,
     Unknown,
     Value,
+    shape_text,
 )
 from choreo_kernel.compiler.printer import expression
 from choreo_kernel.compiler.semantics.launch import register_owner
@@ -183,6 +184,14 @@ class DeviceRules(ResolverBase):
             self.error(
                 f"{which} passes the registers of '{symbol.name}', whose shape is not known here (an accumulator "
                 "takes it from its first MMA, which must come before the call)",
+                arg.span,
+            )
+            return fallback
+        if int(dims[0]) % tile_rows:
+            self.error(
+                f"{which} passes the registers of '{symbol.name}', a {shape_text(dims)} tile: a device function takes "
+                f"a fragment or an accumulator of a multiple of {tile_rows} rows (an 8-row warp tile, mma.sync m8n8, "
+                "has no register layout of its own)",
                 arg.span,
             )
             return fallback
