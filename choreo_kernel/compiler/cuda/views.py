@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES
+from choreo_kernel.compiler import ast
+from choreo_kernel.compiler.analysis.values import ELEMENT_BYTES, Symbol
 from choreo_kernel.compiler.cuda import cexpr
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.semantics.levels import Storage
@@ -353,6 +354,19 @@ class FutureValue:
     variable: CExpr | None
     data: View | None  # None until an operation with a destination has been assigned to it
     elem: str
+
+
+def accumulator_dims(symbol: Symbol, stmt: ast.Stmt) -> tuple[int, int]:
+    """An accumulator's rows and columns, which its registers need at compile time (the analysis takes them
+    from the MMA that uses it)."""
+    shape = symbol.accumulator_shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        raise LoweringError(
+            f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
+            stmt,
+        )
+    rows, columns = (int(d) for d in shape)
+    return rows, columns
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,13 @@ from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda import cexpr, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
-from choreo_kernel.compiler.cuda.views import AccumulatorArray, AccumulatorRegisters, LoweringError, View
+from choreo_kernel.compiler.cuda.views import (
+    AccumulatorArray,
+    AccumulatorRegisters,
+    LoweringError,
+    View,
+    accumulator_dims,
+)
 from choreo_kernel.compiler.semantics.levels import Level, register_level
 from choreo_kernel.compiler.semantics.mma_shapes import (
     WARP_MMA,
@@ -155,13 +161,7 @@ class WarpMma:
         """The registers of a warp's accumulator (of `slots` of them: an array's), declared where the source
         declares it."""
         emitter = self.emitter
-        shape = symbol.accumulator_shape
-        if shape is None or not all(isinstance(d, int) for d in shape):
-            raise LoweringError(
-                f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
-                stmt,
-            )
-        rows, columns = (int(d) for d in shape)
+        rows, columns = accumulator_dims(symbol, stmt)
         name = emitter.names.local(symbol.name)
         accumulator = AccumulatorRegisters(cexpr.name(name), elem, rows, columns, WARP_TILE_ROWS)
         halves = ", the top half of each" if rows < WARP_TILE_ROWS else ""

@@ -43,7 +43,14 @@ from choreo_kernel.compiler.cuda import cexpr, copies, elements
 from choreo_kernel.compiler.cuda.cexpr import CExpr
 from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.threads import unit_group
-from choreo_kernel.compiler.cuda.views import AccumulatorRegisters, LoweringError, RowRegisters, View, buffer
+from choreo_kernel.compiler.cuda.views import (
+    AccumulatorRegisters,
+    LoweringError,
+    RowRegisters,
+    View,
+    accumulator_dims,
+    buffer,
+)
 from choreo_kernel.compiler.cuda.wgmma_registers import load_registers, store
 from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.compiler.semantics.levels import Level, Storage
@@ -203,13 +210,7 @@ class Mma:
             symbol = emitter.info.symbol_of.get(id(stmt.result))
             if symbol is None:
                 return  # an accumulator nothing uses
-            shape = symbol.accumulator_shape
-            if shape is None or not all(isinstance(d, int) for d in shape):
-                raise LoweringError(
-                    f"accumulator '{symbol.name}' needs a shape known at compile time, from the mma that uses it",
-                    stmt,
-                )
-            rows, columns = (int(d) for d in shape)
+            rows, columns = accumulator_dims(symbol, stmt)
             if rows % 64:
                 raise LoweringError(
                     f"a WGMMA accumulator has a multiple of 64 rows per warpgroup, not {rows}", stmt
