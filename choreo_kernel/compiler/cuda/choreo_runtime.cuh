@@ -205,7 +205,6 @@ using choreo::min;
   CHOREO_DEVICE double NAME(double x, double y) { return F64(x, y); }
 
 CHOREO_MATH_UNARY(exp, ::expf, ::exp)
-CHOREO_MATH_UNARY(exp2, ::exp2f, ::exp2)
 CHOREO_MATH_UNARY(expm1, ::expm1f, ::expm1)
 CHOREO_MATH_UNARY(log, ::logf, ::log)
 CHOREO_MATH_UNARY(log1p, ::log1pf, ::log1p)
@@ -227,6 +226,15 @@ CHOREO_MATH_UNARY(round, ::roundf, ::round)
 CHOREO_MATH_UNARY(fabs, ::fabsf, ::fabs)
 CHOREO_MATH_BINARY(pow, ::powf, ::pow)
 CHOREO_MATH_BINARY(atan2, ::atan2f, ::atan2)
+// __exp2f in f32 is one ex2.approx.ftz.f32 (one MUFU.EX2, as FlashAttention's softmax takes it): CUDA's
+// exp2f is the same MUFU with four more instructions a call that only keep results below 2^-126 subnormal;
+// here they flush to 0 (the sim does the same: compiler/semantics/math.py).
+CHOREO_DEVICE float exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+CHOREO_DEVICE double exp2(double x) { return ::exp2(x); }
 #undef CHOREO_MATH_UNARY
 #undef CHOREO_MATH_BINARY
 
@@ -1455,15 +1463,15 @@ template <class T, int R> CHOREO_DEVICE T agreed(T result, float (&rows)[R]) {
   return result;
 }
 
-// `reduce_max(rows, acc, 1)` / `reduce_sum(...)`: each thread combines its N / 4 columns of each of its rows,
-// then the 4 lanes of the quad that share the row exchange partial results (shfl.xor 1, then 2), so every
-// lane of the quad ends with the whole row's value.
+// `reduce_max(rows, acc, 1)` / `reduce_sum(...)`: each thread combines its N / 4 columns of each of its rows
+// as a balanced tree (pairs, then pairs of pairs: log2(N / 4) dependent steps instead of a chain of N / 4,
+// with the two rows' trees independent of each other), then the 4 lanes of the quad that share the row
+// exchange partial results (shfl.xor 1, then 2), so every lane of the quad ends with the whole row's value.
+// A sum so taken rounds as a pairwise sum does, not as the left-to-right one.
 struct MaxOf {
-  CHOREO_DEVICE static float start() { return -infinity(); }
   CHOREO_DEVICE static float combine(float a, float b) { return fmaxf(a, b); }
 };
 struct SumOf {
-  CHOREO_DEVICE static float start() { return 0.0f; }
   CHOREO_DEVICE static float combine(float a, float b) { return a + b; }
 };
 // rows[v] = start[v] + the sum of rows[v] over the 4 lanes of a quad (shfl.xor 1, 2): an apply's row sums.
@@ -1476,16 +1484,32 @@ template <int R> CHOREO_DEVICE void sum_quads(float (&rows)[R], const float (&st
     rows[v] = start[v] + value;
   }
 }
+// The first Count elements of part combined as a balanced tree, in place: each level combines element i with
+// element i + Half, halving the count (an odd count keeps its middle element for the next level). A template
+// per level, so that every index is a constant and part stays in registers.
+template <class Op, int Count, int Size> CHOREO_DEVICE float combine_tree(float (&part)[Size]) {
+  if constexpr (Count == 1) {
+    return part[0];
+  } else {
+    constexpr int Half = (Count + 1) / 2;
+#pragma unroll
+    for (int i = 0; i < Count / 2; ++i) part[i] = Op::combine(part[i], part[i + Half]);
+    return combine_tree<Op, Half>(part);
+  }
+}
 template <class Op, int N, int Tiles>
 CHOREO_DEVICE void reduce_rows(float (&rows)[2 * Tiles], const float (&acc)[Tiles * N / 2]) {
+  constexpr int Columns = N / 4;  // of each row, in this thread: 2 of each 8-column group
 #pragma unroll
   for (int v = 0; v < 2 * Tiles; ++v) {
-    float value = Op::start();
+    float part[Columns];  // this thread's columns of row v, in register order
 #pragma unroll
     for (int j = 0; j < N / 8; ++j) {
       const int r = v / 2 * (N / 2) + j * 4 + v % 2 * 2;
-      value = Op::combine(value, Op::combine(acc[r], acc[r + 1]));
+      part[2 * j] = acc[r];
+      part[2 * j + 1] = acc[r + 1];
     }
+    float value = combine_tree<Op, Columns>(part);
     value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, 1));
     value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, 2));
     rows[v] = value;

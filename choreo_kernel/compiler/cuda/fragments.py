@@ -6,7 +6,7 @@ accumulator layout (choreo_runtime.cuh, "register fragments"): each thread holds
 `apply {i, j} in x.span` becomes a fully unrolled loop over the thread's own registers, with i and j
 the logical row and column of each; the analysis made sure that the body touches no other element
 (resolve/fragments.py), so no thread needs another's registers. A row reduction combines a thread's
-columns and then the quad's 4 lanes with two shuffles.
+columns as a balanced tree (short dependency chains) and then the quad's 4 lanes with two shuffles.
 """
 
 from __future__ import annotations
@@ -225,7 +225,10 @@ class Fragments:
             or rows.tile_rows != tile.tile_rows
         ):
             raise LoweringError(f"'{stmt.name}' reduces an f32 tile into a row vector on CUDA", stmt)
-        out.line("// each row's N / 4 columns in this thread, then the 4 lanes of its quad (shfl.xor 1, 2)")
+        out.line(
+            "// each row's N / 4 columns in this thread as a balanced tree, then the 4 lanes of its quad"
+            " (shfl.xor 1, 2)"
+        )
         out.line(
             f"choreo::reduce_rows<{REDUCTIONS[stmt.name]}, {tile.columns}, {tile.tiles}>"
             f"({rows.name.text}, {tile.name.text});"

@@ -51,13 +51,21 @@ def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
     return wide.astype(xp.result_type(a, b, c))
 
 
+def _exp2(xp: Any, x: Any) -> Any:
+    """2^x; in f32 a result below the smallest normal float is 0, as CUDA's ex2.approx.ftz gives it."""
+    result = xp.exp2(x)
+    if xp.asarray(result).dtype != xp.float32:
+        return result
+    return xp.where(result < xp.finfo(xp.float32).tiny, xp.float32(0), result).astype(xp.float32)[()]
+
+
 def _one(x: Any) -> Any:
     return x.dtype.type(1)
 
 
 _FUNCTIONS = (
     MathFunction("__exp", 1, "floating", "exp", lambda xp, x: xp.exp(x), "e to the power x"),
-    MathFunction("__exp2f", 1, "floating", "exp2", lambda xp, x: xp.exp2(x), "2 to the power x"),
+    MathFunction("__exp2f", 1, "floating", "exp2", _exp2, "2 to the power x (f32: below 2^-126, 0)"),
     MathFunction("__expm1", 1, "floating", "expm1", lambda xp, x: xp.expm1(x), "e^x - 1, exact near 0"),
     MathFunction("__log", 1, "floating", "log", lambda xp, x: xp.log(x), "the natural logarithm"),
     MathFunction("__log1p", 1, "floating", "log1p", lambda xp, x: xp.log1p(x), "log(1 + x), exact near 0"),
