@@ -308,6 +308,7 @@ class CudaFunction:
         self.info = backend.analysis.functions[plan.function.name]
         self.name = plan.function.name
         self.written = [symbol for symbol in plan.parameters if symbol.name in plan.written]
+        self._reading: dict[int, bool] = {}  # id(expression) -> whether it reads elements, for the plan's
 
     def __repr__(self) -> str:
         return f"<choreo cuda function {self.name}>"
@@ -347,7 +348,7 @@ class CudaFunction:
             if isinstance(step, HostBuffer):
                 values[step.symbol] = self._allocate(cupy, step, values)
             elif isinstance(step, HostScalar):
-                if reads_elements(step.value):
+                if self._reads_elements(step.value):
                     self._settle(progress)
                 values[step.symbol] = self._evaluate(step.value, values)
             elif isinstance(step, HostPrint):
@@ -364,7 +365,7 @@ class CudaFunction:
             elif isinstance(step, HostSync):
                 self._settle(progress)
             elif isinstance(step, HostIf):
-                if reads_elements(step.statement.condition):
+                if self._reads_elements(step.statement.condition):
                     self._settle(progress)
                 taken = self._evaluate(step.statement.condition, values)
                 self._run(step.then if taken else step.otherwise, values, progress)
@@ -378,6 +379,13 @@ class CudaFunction:
                 progress.waits = progress.waits or not step.is_async
                 progress.unsynchronized = progress.unsynchronized or not step.is_async
                 progress.running = True
+
+    def _reads_elements(self, expr: ast.Expr) -> bool:
+        """reads_elements of one of the plan's expressions, walked once: every call runs the plan again."""
+        reading = self._reading.get(id(expr))
+        if reading is None:
+            reading = self._reading[id(expr)] = reads_elements(expr)
+        return reading
 
     def _settle(self, progress: Progress) -> None:
         """Wait, within the host's time limit, for every kernel launched so far (the `.async` ones and
@@ -496,6 +504,8 @@ class CudaFunction:
     def _allocate_scratch(self, launch: Launch, arguments: list[Any], threads: int) -> None:
         """The global scratch of the local buffers sized at launch: their bytes per thread, evaluated from the
         kernel's scalar arguments, for each thread of the grid."""
+        if not any(parameter.kind == "scratch" for parameter in launch.parameters):
+            return
         scalars = {
             parameter.name: int(argument)
             for parameter, argument in zip(launch.parameters, arguments)
