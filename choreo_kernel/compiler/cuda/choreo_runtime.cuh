@@ -1634,10 +1634,10 @@ template <int R> CHOREO_DEVICE void fill_accumulator(int (&acc)[R], float value)
 CHOREO_DEVICE int fragment_value(const int* acc, int i) { return acc[i]; }
 CHOREO_DEVICE void store_element(int* out, int value) { *out = value; }
 
-// `mma.store acc, dst` of a warp's [Rows, N] accumulator (Rows 8, or a multiple of 16): element (i, j) goes to
-// out[i * row_stride + j * column_stride] (mma.store.transp passes the strides swapped), converted to T.
-template <int Rows, int N, class T, class A>
-CHOREO_DEVICE void store_warp_accumulator(const A* acc, T* out, int row_stride, int column_stride) {
+// The elements a lane holds of a warp's [Rows, N] accumulator (Rows 8, or a multiple of 16), as
+// visit(row, column, register index): m16n8 fragments down and across, an 8-row tile the top half of one.
+template <int Rows, int N, class Visit>
+CHOREO_DEVICE void for_each_warp_element(Visit visit) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int tile = 0; tile < (Rows + 15) / 16; ++tile)
@@ -1646,10 +1646,17 @@ CHOREO_DEVICE void store_warp_accumulator(const A* acc, T* out, int row_stride, 
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int row = tile * 16 + lane / 4 + 8 * (r / 2), column = j * 8 + (lane % 4) * 2 + r % 2;
-        if (row < Rows)  // an 8-row tile: the top half of the fragment
-          store_element(out + row * row_stride + column * column_stride,
-                        fragment_value(acc, (tile * (N / 8) + j) * 4 + r));
+        if (row < Rows) visit(row, column, (tile * (N / 8) + j) * 4 + r);
       }
+}
+
+// `mma.store acc, dst` of a warp's [Rows, N] accumulator: element (i, j) goes to
+// out[i * row_stride + j * column_stride] (mma.store.transp passes the strides swapped), converted to T.
+template <int Rows, int N, class T, class A>
+CHOREO_DEVICE void store_warp_accumulator(const A* acc, T* out, int row_stride, int column_stride) {
+  for_each_warp_element<Rows, N>([&](int row, int column, int index) {
+    store_element(out + row * row_stride + column * column_stride, fragment_value(acc, index));
+  });
 }
 
 // `acc = mma.load tile;` in a warp, as an accumulator: element (i, j) of a [Rows, N] tile (Rows 8, or a multiple
@@ -1663,18 +1670,11 @@ CHOREO_DEVICE void set_element(unsigned* acc, int i, f16 value) {
 }
 template <int Rows, int N, class A, int R, class T>
 CHOREO_DEVICE void load_warp_accumulator(A (&acc)[R], const T* in, int row_stride, int column_stride) {
-  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int i = 0; i < R; ++i) acc[i] = 0;
-#pragma unroll
-  for (int tile = 0; tile < (Rows + 15) / 16; ++tile)
-#pragma unroll
-    for (int j = 0; j < N / 8; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int row = tile * 16 + lane / 4 + 8 * (r / 2), column = j * 8 + (lane % 4) * 2 + r % 2;
-        if (row < Rows) set_element(acc, (tile * (N / 8) + j) * 4 + r, in[row * row_stride + column * column_stride]);
-      }
+  for_each_warp_element<Rows, N>([&](int row, int column, int index) {
+    set_element(acc, index, in[row * row_stride + column * column_stride]);
+  });
 }
 
 // ------------------------------------------------------------------------- run-time checks
