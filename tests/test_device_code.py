@@ -205,28 +205,32 @@ def test_an_nvrtc_error_in_a_kernel_is_the_calls_when_its_statement_calls() -> N
     assert "a bug in choreo-kernel's lowering" in str(unrelated)
 
 
+def _nvcc_errors(source: str, folder: Path) -> ck.ChoreoError:
+    """Build `source` (as f.co) with nvcc for sm_90a, which must fail, and map its messages to the source."""
+    from choreo_kernel.compiler.cuda import header_text
+
+    analysis = analyze(source, filename="f.co")
+    assert analysis.lowered is not None
+    unit = folder / "choreo.cu"
+    unit.write_text(emit_program(analysis, self_contained=False))
+    (folder / "choreo_runtime.cuh").write_text(header_text())
+    done = subprocess.run(
+        [NVCC, "-arch=sm_90a", "-cubin", "-o", str(folder / "x.cubin"), str(unit)],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )
+    assert done.returncode != 0
+    return user_errors(
+        _failure(done.stdout + done.stderr), unit.read_text(), analysis.lowered.device_lines, source, "f.co"
+    )
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
 def test_nvcc_and_the_map_agree_on_where_a_device_code_error_is(tmp_path: Path) -> None:
     """nvcc writes messages as NVRTC does; a real one lands on the user's line."""
     broken = SOURCE.replace("return p.a + p.b;", "return p.a + p.c;")
-    analysis = analyze(broken, filename="f.co")
-    assert analysis.lowered is not None
-    unit = tmp_path / "choreo.cu"
-    unit.write_text(emit_program(analysis, self_contained=False))
-    header = tmp_path / "choreo_runtime.cuh"
-    from choreo_kernel.compiler.cuda import header_text
-
-    header.write_text(header_text())
-    done = subprocess.run(
-        [NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "x.cubin"), str(unit)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert done.returncode != 0
-    error = user_errors(
-        _failure(done.stdout + done.stderr), unit.read_text(), analysis.lowered.device_lines, broken, "f.co"
-    )
+    error = _nvcc_errors(broken, tmp_path)
     assert [d.line for d in error.diagnostics] == [7]
     assert '"c"' in error.diagnostics[0].message
 
@@ -490,27 +494,7 @@ __co__ f32 [4] f(f32 [4] x) {
 def test_a_call_of_a_function_nothing_defines_is_reported_at_its_callee(tmp_path: Path) -> None:
     """nvcc's (and NVRTC's) 'identifier "kernel" is undefined' and 'name followed by "::" must be a class or
     namespace name' become one error at each callee, in the user's words; not a dump of the compiler."""
-    analysis = analyze(UNDEFINED_CALLS, filename="f.co")
-    assert analysis.lowered is not None
-    unit = tmp_path / "choreo.cu"
-    unit.write_text(emit_program(analysis, self_contained=False))
-    from choreo_kernel.compiler.cuda import header_text
-
-    (tmp_path / "choreo_runtime.cuh").write_text(header_text())
-    done = subprocess.run(
-        [NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "x.cubin"), str(unit)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert done.returncode != 0
-    error = user_errors(
-        _failure(done.stdout + done.stderr),
-        unit.read_text(),
-        analysis.lowered.device_lines,
-        UNDEFINED_CALLS,
-        "f.co",
-    )
+    error = _nvcc_errors(UNDEFINED_CALLS, tmp_path)
     assert [(d.line, d.column, d.end_column, d.message) for d in error.diagnostics] == [
         (4, 10, 16, "'kernel' is not defined: declare it in the file's C++ part or in a %%cuda cell"),
         (6, 26, 40, "'mylib::compute' is not defined: declare it in the file's C++ part or in a %%cuda cell"),
