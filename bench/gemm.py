@@ -24,7 +24,7 @@ draw: timing one after the other skews the ratio), and the medians are reported.
 each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 and FP8) and a Hopper GPU.
 
     python bench/gemm.py [--types f16 bf16 f8_e4m3 f16_sp] [--shapes 8192 4096x8192x4096 ...] [--repeats 20]
-                         [--variants "gemm_ws BN=256 STAGES=4" PINGPONG=1 ...] [--autotune] [--emit DIR] [--profile]
+                         [--variants "gemm_ws BN=256 STAGES=4" PINGPONG=1 ...] [--autotune] [--graph] [--emit DIR] [--profile]
 
 --variants keeps the variants of the fixed list whose label (as printed) contains one of the strings.
 
@@ -32,6 +32,11 @@ each (type, shape) is the row of the summary. Needs CuPy (and PyTorch for bf16 a
 gemm_ws_persistent (AUTOTUNED): the first call of each shape tunes (each point compiled, checked against
 the grid's first point on the GPU, timed; every point's median is printed), the chosen build of each
 grid is then timed against the library as above, and the summary names the configuration chosen.
+
+--graph times both from CUDA graph replays instead of Python calls: the kernels' own time, without the
+host's work per call (Choreo's host plan costs far more per call than a library's, and a kernel shorter
+than that cost leaves the GPU waiting for the host between calls); each call is captured once, through
+PyTorch's graph capture with CuPy's launches on the capturing stream.
 
 --emit writes each kernel's CUDA there, for nvcc/ptxas/cuobjdump; --profile runs the first kernel once
 at the first shape (for ncu) and exits.
@@ -166,6 +171,19 @@ def alternating_milliseconds(
     events[-1][-1].synchronize()
     times = [(cupy.cuda.get_elapsed_time(a, b), cupy.cuda.get_elapsed_time(c, d)) for a, b, c, d in events]
     return statistics.median(t for t, _ in times), statistics.median(t for _, t in times)
+
+
+def graph_replay(call: Callable[[], object]) -> Callable[[], object]:
+    """The call captured once into a CUDA graph, replayed on the current stream with no host work; what the
+    call returns is kept alive with the graph, whose kernels write into it on every replay."""
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph), cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        kept = call()
+    torch.cuda.synchronize()
+    return lambda: (graph.replay(), kept)
 
 
 def compile_kernel(variant: Variant, emit: Path | None) -> Any:
@@ -303,8 +321,11 @@ REFERENCE = {
 Kernels = Callable[["Problem", int, int], dict[Variant, Any]]  # the builds to time on one shape
 
 
-def compare(element: str, shape: tuple[int, int, int], kernels_for: Kernels, repeats: int) -> tuple:
-    """Time the reference and each variant that fits the shape; the best variant's row."""
+def compare(
+    element: str, shape: tuple[int, int, int], kernels_for: Kernels, repeats: int, graphs: bool
+) -> tuple:
+    """Time the reference and each variant that fits the shape (as graph replays where `graphs`); the best
+    variant's row."""
     m, n, k = shape
     setup = problem(element, m, n, k)
     kernels = kernels_for(setup, m, n)
@@ -329,9 +350,10 @@ def compare(element: str, shape: tuple[int, int, int], kernels_for: Kernels, rep
         if error > TOLERANCE:
             print(f"  {variant.label:44}: FAILED: relative max error {error:.3g} against {library}")
             continue
-        theirs, ours = alternating_milliseconds(
-            setup.reference, lambda gemm=gemm, out=out: gemm(*setup.operands, out), repeats
-        )
+        calls = (setup.reference, lambda gemm=gemm, out=out: gemm(*setup.operands, out))
+        if graphs:
+            calls = (graph_replay(calls[0]), graph_replay(calls[1]))
+        theirs, ours = alternating_milliseconds(*calls, repeats)
         row = (theirs / ours, flops / ours / 1e9, flops / theirs / 1e9, variant.label, error)
         print(
             f"  {variant.label:44}: {row[1]:6.1f} TFLOP/s ({ours:.3f} ms), {library} {row[2]:6.1f} TFLOP/s "
@@ -350,11 +372,13 @@ def main() -> None:
         "--variants", nargs="+", default=None, help="time only the variants whose label has one of these"
     )
     parser.add_argument("--autotune", action="store_true")
+    parser.add_argument("--graph", action="store_true", help="time CUDA graph replays of the calls")
     parser.add_argument("--emit", type=Path, default=None)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"GEMM TN, f32 accumulate, f16 out; median of {args.repeats} alternating calls; {device}")
+    timed = "graph replays of the calls" if args.graph else "calls"
+    print(f"GEMM TN, f32 accumulate, f16 out; median of {args.repeats} alternating {timed}; {device}")
     summary = []
     for element in args.types:
         if args.autotune and element == "f16_sp":
@@ -378,7 +402,7 @@ def main() -> None:
                 print(f"{element} {text}: no variant takes this shape")  # no inputs made for it
                 summary.append((element, text, None))
                 continue
-            best = compare(element, shape_of(text), kernels_for, args.repeats)
+            best = compare(element, shape_of(text), kernels_for, args.repeats, args.graph)
             summary.append((element, text, best))
     print("\nbest variant per type and shape (ratio: the library's time / Choreo's, same clocks):")
     print("| type | shape | best variant | Choreo TFLOP/s | reference | reference TFLOP/s | ratio |")
