@@ -148,7 +148,8 @@ class Replay:
     """What a call with one key did, to do again: its device arrays, its buffers and launches in order,
     whether it waited at the end, and what it returned."""
 
-    arrays: tuple[tuple[int, np.dtype, bool], ...]  # (parameter position, device dtype, C-contiguous)
+    # (parameter position, the dtype it is viewed as or None to pass it as it is, whether C-contiguous)
+    arrays: tuple[tuple[int, np.dtype | None, bool], ...]
     steps: tuple[Allocation | RecordedLaunch, ...]
     slots: int
     waits: bool
@@ -158,8 +159,8 @@ class Replay:
     def __call__(self, function: Caller, cupy: Any, tensor_map: TensorMap, args: Sequence[Any]) -> Any:
         slots: list[Any] = [None] * self.slots
         for position, dtype, contiguous in self.arrays:
-            value = args[position]
-            slots[position] = (value if contiguous else cupy.ascontiguousarray(value)).view(dtype)
+            value = args[position] if contiguous else cupy.ascontiguousarray(args[position])
+            slots[position] = value if dtype is None else value.view(dtype)
         stream = cupy.cuda.get_current_stream()
         for step in self.steps:
             if isinstance(step, Allocation):
@@ -189,10 +190,10 @@ class Recording:
         # a call's arrays by slot: its array arguments' at their positions, then its host buffers'
         self.slots = {symbol: position for position, symbol in arrays}
         self.size = len(plan.parameters)
-        self.arrays = tuple(
-            (position, values[symbol].dtype, bool(args[position].flags.c_contiguous))
+        self.arrays = [
+            (position, values[symbol].dtype, args[position].dtype, bool(args[position].flags.c_contiguous))
             for position, symbol in arrays
-        )
+        ]
         self.steps: list[Allocation | RecordedLaunch] = []
         self.complete = True
 
@@ -248,7 +249,13 @@ class Recording:
         slot = next((slot for symbol, slot in self.slots.items() if values.get(symbol) is result), None)
         if result is not None and slot is None and not isinstance(result, _CONSTANT_RESULTS):
             return None
-        return Replay(self.arrays, tuple(self.steps), self.size, waits, slot, result)
+        # an argument already of its device dtype goes to the kernels as it is (the slow path's view of it
+        # has the same address), unless the call returns it
+        arrays = tuple(
+            (position, None if dtype == given and contiguous and position != slot else dtype, contiguous)
+            for position, dtype, given, contiguous in self.arrays
+        )
+        return Replay(arrays, tuple(self.steps), self.size, waits, slot, result)
 
 
 def allocate(cupy: Any, dims: tuple[int, ...], dtype: np.dtype, fill: Any) -> Any:
