@@ -3,7 +3,8 @@
 Thin on purpose: the lowering (compiler/cuda) decides everything about the kernels and hands
 over a host plan per function; this module evaluates the plan's sizes from the arguments,
 moves data, launches, and turns CUDA failures and timed-out waits into `ChoreoError`s that
-name the function (and the event, for a wait that never completed).
+name the function (and the event, for a wait that never completed). A later call with the same
+argument key replays what the first launched (runtime/replay.py).
 
 Binaries are cached on disk under `$CHOREO_CACHE_DIR` (default `~/.cache/choreo-kernel`),
 keyed by a hash of everything that changes them: the emitted source, the header, the
