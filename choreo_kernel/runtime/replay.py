@@ -128,7 +128,8 @@ class RecordedLaunch:
     scratch: tuple[tuple[int, int], ...]  # (position, bytes)
     grid_barrier: Any  # a cooperative launch's counters, zeroed before it; else None
 
-    def start(self, cupy: Any, slots: list[Any], tensor_map: TensorMap, stream: Any) -> None:
+    def arguments(self, cupy: Any, slots: list[Any], tensor_map: TensorMap) -> list[Any]:
+        """This call's arguments of the kernel: the constants, and its arrays, tensor maps and scratch."""
         arguments = list(self.constants)
         for position, slot in self.arrays:
             arguments[position] = slots[slot]
@@ -136,11 +137,7 @@ class RecordedLaunch:
             arguments[position] = tensor_map(slots[slot], parameter)
         for position, size in self.scratch:
             arguments[position] = cupy.empty(size, dtype=np.uint8)
-        if self.launch.prints:
-            sys.stdout.flush()  # Python's output so far comes before the kernel's
-        start_kernel(
-            self.kernel, self.grid, self.threads, arguments, self.shared_bytes, stream, self.grid_barrier
-        )
+        return arguments
 
 
 @dataclass(frozen=True)
@@ -166,11 +163,20 @@ class Replay:
             if isinstance(step, Allocation):
                 slots[step.slot] = step.allocate(cupy)
                 continue
+            arguments = step.arguments(cupy, slots, tensor_map)
+            if step.launch.prints:
+                sys.stdout.flush()  # Python's output so far comes before the kernel's
             try:
-                step.start(cupy, slots, tensor_map, stream)
-            except ChoreoError:
-                raise
-            except Exception as error:
+                start_kernel(
+                    step.kernel,
+                    step.grid,
+                    step.threads,
+                    arguments,
+                    step.shared_bytes,
+                    stream,
+                    step.grid_barrier,
+                )
+            except Exception as error:  # as the slow path reports it (CudaFunction._launch)
                 raise function._cuda_error(error, step.launch) from None
         if self.waits:
             function._synchronize(cupy)
