@@ -6,12 +6,16 @@ such call is never replayed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from corpus import Program
+from cuda_corpus import PROGRAMS
 from fake_cupy import FakeArray, Launched, install
+from generators import assert_close, make_arguments
 
 from choreo_kernel.compiler.diagnostics import ChoreoError
 from choreo_kernel.runtime import cuda
@@ -304,3 +308,83 @@ def test_the_gemm_benchmark_is_replayed(monkeypatch: pytest.MonkeyPatch) -> None
     )
     assert function(a, b, out) is None and function(a, b, out) is None
     assert len(function.replays) == 1 and len(module.launches) == 2
+
+
+REPLAYABLE = [p for p in PROGRAMS if p.call is not None and "cuda" in p.targets]
+
+
+def device_arguments(program: Program, seed: int, device: Callable[[np.ndarray], Any]) -> list[Any]:
+    return [
+        device(value) if isinstance(value, np.ndarray) else value
+        for value in make_arguments(program.arguments, seed).values()
+    ]
+
+
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in REPLAYABLE])
+def test_every_program_of_the_corpus_launches_the_same_again(
+    monkeypatch: pytest.MonkeyPatch, program: Program
+) -> None:
+    """Each CUDA program of the corpus, called twice on the same fake arrays: where it can be replayed,
+    the second call evaluates nothing and launches what the first launched."""
+    backend, module = install(monkeypatch, program.source)
+    function = backend.function(program.function)
+    if function.not_replayed is not None:
+        return
+    arguments = device_arguments(program, 0, FakeArray)
+    counts = Counts(monkeypatch)
+    function(*arguments)
+    first, after_first = list(module.launches), counts.now()
+    function(*arguments)
+    assert counts.now() == after_first and len(function.replays) == 1
+    second = module.launches[len(first) :]
+    assert len(second) == len(first)
+    for one, other in zip(first, second):
+        assert (one.kernel, one.grid, one.block, one.shared_mem, one.cooperative) == (
+            other.kernel,
+            other.grid,
+            other.block,
+            other.shared_mem,
+            other.cooperative,
+        )
+        for a, b in zip(one.arguments, other.arguments, strict=True):
+            if isinstance(a, FakeArray | np.ndarray):  # an array, a tensor map
+                assert (type(a), a.shape, a.dtype) == (type(b), b.shape, b.dtype)
+            else:
+                assert type(a) is type(b) and a == b
+
+
+ON_THE_GPU = [  # tensor maps, scratch, a cooperative launch, host scalars between launches, shared memory
+    # sized at launch, WGMMA, TMA stores of tails, a buffer array at host level
+    "chunkat_cdiv_copy.co",
+    "local_sized_by_arguments.co",
+    "cooperative_grid_exchange.co",
+    "host_values_between_launches.co",
+    "shared_sized_at_launch.co",
+    "gemm_f16_accumulator.co",
+    "tma_store_tails.co",
+    "buffer_array_global.co",
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ON_THE_GPU)
+def test_a_replayed_call_on_the_gpu_computes_what_the_slow_path_computes(name: str) -> None:
+    """The first call with CuPy arrays records; the second, on other data, is replayed and must give
+    what the slow path (NumPy arguments) gives for that data, results and written arguments alike."""
+    import cupy  # type: ignore[import-not-found]
+
+    import choreo_kernel as ck
+
+    program = next(p for p in REPLAYABLE if p.name == name)
+    function = ck.compile(program.source, target="cuda", filename=name).function(program.function)
+    function(*device_arguments(program, 0, cupy.asarray))
+    replayed_arguments = device_arguments(program, 1, cupy.asarray)
+    replayed = function(*replayed_arguments)
+    assert len(function.replays) == 1  # type: ignore[attr-defined]
+    slow_arguments = list(make_arguments(program.arguments, 1).values())
+    slow = function(*slow_arguments)
+    if slow is not None:
+        assert_close(replayed.get(), slow.get(), program.tol, "the result")
+    for got, expected in zip(replayed_arguments, slow_arguments):
+        if isinstance(expected, np.ndarray):
+            assert_close(got.get(), expected, program.tol, "an argument")
