@@ -21,7 +21,7 @@ class FakeArray:
 
     def __init__(self, host: np.ndarray) -> None:
         self.host = host
-        self.data = types.SimpleNamespace(ptr=host.ctypes.data)
+        self.data = types.SimpleNamespace(ptr=host.__array_interface__["data"][0])
 
     shape = property(lambda self: self.host.shape)
     dtype = property(lambda self: self.host.dtype)
