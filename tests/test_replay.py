@@ -155,6 +155,32 @@ __co__ f32 [N] offset(f32 base, f32 [N] x) {
     assert first.grid == second.grid == (8, 1, 1)
 
 
+class Foreign:
+    """A device array of another library (a PyTorch tensor, say): CuPy views it through its interface."""
+
+    def __init__(self, array: FakeArray) -> None:
+        self.array = array
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return self.array.__cuda_array_interface__
+
+
+def test_another_librarys_device_array_is_replayed_through_its_cupy_view(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend, module = install(monkeypatch, program("chunkat_cdiv_copy"))
+    monkeypatch.setattr(backend.cupy, "asarray", lambda value: FakeArray(value.array.host))
+    function = backend.function("round_trip")
+    first, second = Foreign(array(100, 40)), Foreign(array(100, 40))
+    function(first)
+    function(second)
+    assert len(function.replays) == 1
+    parameters = backend.plans["round_trip"].launches[0].parameters
+    maps = [a for a, p in zip(module.launches[1].arguments, parameters) if p.kind == "tensor_map"]
+    assert second.array.data.ptr in {tensor_map_address(m) for m in maps}
+
+
 def test_a_wrong_shape_after_a_good_call_raises_what_it_raises_first(monkeypatch: pytest.MonkeyPatch) -> None:
     source = """
 __co__ f32 [M, N] summed(f32 [M, N] a, f32 [M, N] b) {

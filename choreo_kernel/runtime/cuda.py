@@ -331,11 +331,11 @@ class CudaFunction:
         if _lost_context:
             raise ChoreoError.simple(_lost_context[0])
         cupy = self.backend.cupy
-        key = arguments_key(cupy.ndarray, args) if self.not_replayed is None else None
+        arguments = [_as_array_like(cupy, value) for value in args]
+        key = arguments_key(cupy.ndarray, arguments) if self.not_replayed is None else None
         replay = self.replays.get(key) if key is not None else None
         if replay is not None:
-            return replay(self, cupy, self.backend.tensor_map, args)
-        arguments = [_as_array_like(cupy, value) for value in args]
+            return replay(self, cupy, self.backend.tensor_map, arguments)
         bound = bind_arguments(self.plan.function, arguments)
         values: dict[Symbol, Any] = {}
         host_arrays: dict[Symbol, np.ndarray] = {}

@@ -71,9 +71,10 @@ _HOST_WORK = {HostPrint: "prints", HostStore: "writes an element", HostSync: "wa
 
 
 def arguments_key(ndarray: type, args: Sequence[Any]) -> tuple[Hashable, ...] | None:
-    """What a call's checks and host plan depend on: each CuPy array's shape, dtype and strides, each
-    scalar's type and value (a float's sign too: -0.0 == 0.0); None where an argument is anything else
-    (a NumPy array is copied in and written back, a DLPack tensor converted), which takes the slow path."""
+    """What a call's checks and host plan depend on: each CuPy array's shape, dtype and strides (other
+    device arrays are CuPy views by then), each scalar's type and value (a float's sign too: -0.0 ==
+    0.0); None where an argument is anything else (a NumPy array, copied in and written back), which
+    takes the slow path."""
     key: list[Hashable] = []
     for value in args:
         kind = type(value)
