@@ -11,6 +11,8 @@
 #                             (each alone: gemm, copy, compile)
 #   bench/h200.sh autotune    bench/gemm.py --autotune: the builds ck.autotune chooses per type and
 #                             shape, timed against the libraries
+#   bench/h200.sh host        bench/host_overhead.py: the host's µs per call, replayed and slow, and
+#                             of the autotuned dispatch
 #   bench/h200.sh dask        the Dask sweep tests (`pytest -m gpu tests/test_tuning_dask.py`) and
 #                             bench/sweep_dask.py (tutorial 05's sweep in process vs --gpus 1)
 # Several modes run in order: `bench/h200.sh tutorials bench`.
@@ -42,6 +44,7 @@ run_mode() {
     profile) gpu_tests -s tests/test_kernel_tuning.py tests/test_tutorials.py -k "profile or sass or metric or 05_tuning" ;;
     gemm) timeout 300 python3 bench/gemm.py --repeats 30 2>&1 | tee "$out/gemm.log" ;;
     autotune) timeout 480 python3 bench/gemm.py --autotune --repeats 10 2>&1 | tee "$out/gemm-autotune.log" ;;
+    host) timeout 240 python3 bench/host_overhead.py 2>&1 | tee "$out/host_overhead.log" ;;
     copy) timeout 90 python3 bench/copy_bandwidth.py 2>&1 | tee "$out/copy.log" ;;
     compile) timeout 120 python3 bench/compile.py --runs 5 2>&1 | tee "$out/compile.log" ;;
     attention)
@@ -53,7 +56,7 @@ run_mode() {
         gpu_tests tests/test_tuning_dask.py
         timeout 300 python3 bench/sweep_dask.py 2>&1 | tee "$out/sweep_dask.log"
         ;;
-    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, autotune, copy, compile, attention, bench, dask)" >&2; return 2 ;;
+    *) echo "bench/h200.sh: unknown mode $1 (tests, tutorials, profile, gemm, autotune, host, copy, compile, attention, bench, dask)" >&2; return 2 ;;
     esac
 }
 

@@ -111,3 +111,18 @@ def test_what_a_call_writes_is_copied_to_the_host_only_when_checked() -> None:
     assert out.copies == 0
     np.testing.assert_array_equal(np.array(written, copy=True), np.arange(6, dtype=np.float32))
     assert out.copies == 1
+
+
+def test_a_known_shape_goes_straight_to_its_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first call of a shape, a call looks up neither the choice nor the build: one dict lookup
+    by the key, then the build's function."""
+    tuned = ck.autotune(SOURCE, "scaled", {"TILE": [16, 32]}, target="sim", cache_dir=tmp_path, repeats=1)
+    x = np.arange(64, dtype=np.float32)
+    tuned(x)
+    assert tuned.choice([x]) == next(iter(tuned.choices.values()))  # the public lookup answers as before
+    looked_up: list[object] = []
+    monkeypatch.setattr(tuned, "_choice", lambda key, args: looked_up.append(key))
+    monkeypatch.setattr(tuned, "_module", lambda defines: looked_up.append(defines))
+    np.testing.assert_array_equal(tuned(x), x * 2)
+    np.testing.assert_array_equal(tuned(np.ones(64, np.float32)), np.full(64, 2, np.float32))
+    assert looked_up == []

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choreo_kernel.compiler.analysis.values import Symbol
 from choreo_kernel.compiler.cuda.plan import Launch
 
+if TYPE_CHECKING:
+    from choreo_kernel.runtime.replay import Recording
+
 
 @dataclass
 class Progress:
-    """Where a call's host plan stands: its streams, whether a launch still runs, whether one waits."""
+    """Where a call's host plan stands: its streams, what it records for a replay (runtime/replay.py),
+    whether a launch still runs, whether one waits."""
 
     streams: LaunchStreams
+    recording: Recording | None = None
     waits: bool = False  # a launch that the call waits for (not `.async`)
     unsynchronized: bool = False  # such a launch since the host last waited
     running: bool = False  # any launch since the host last waited

@@ -14,6 +14,7 @@ notebook, `%autotune FUNC NAME=v1,v2 ...` makes a cell's function such a dispatc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -44,9 +45,15 @@ Key = Callable[[Sequence[Any]], Hashable]
 def shape_key(args: Sequence[Any]) -> Hashable:
     """Each array argument's shape and element type, each other argument's value."""
     return tuple(
-        (tuple(arg.shape), str(arg.dtype)) if hasattr(arg, "shape") and hasattr(arg, "dtype") else arg
+        (tuple(arg.shape), _dtype_name(arg.dtype)) if hasattr(arg, "shape") and hasattr(arg, "dtype") else arg
         for arg in args
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_name(dtype: Any) -> str:
+    """`str(dtype)`, which NumPy builds anew on every call (a third of a dispatch's own time)."""
+    return str(dtype)
 
 
 class Autotuned:
@@ -80,15 +87,22 @@ class Autotuned:
         self.choices: dict[Hashable, dict[str, object]] = {}
         self.sweeps: dict[Hashable, Sweep] = {}  # the tunings this process ran, for a look at them
         self._modules: dict[tuple[tuple[str, object], ...], choreo_module.Module] = {}
+        self._dispatch: dict[Hashable, Callable[..., Any]] = {}  # shape -> the chosen build's function
         self.record = _choices_file(cache_dir, swept, function, grid)
 
     def __call__(self, *args: Any) -> Any:
-        defines = self.choice(args)
-        return self._module(defines).function(self.function)(*args)
+        key = self.key(args)
+        function = self._dispatch.get(key)
+        if function is None:
+            function = self._module(self._choice(key, args)).function(self.function)
+            self._dispatch[key] = function
+        return function(*args)
 
     def choice(self, args: Sequence[Any]) -> dict[str, object]:
         """The defines of the best point for these arguments' shape: remembered, or tuned now."""
-        key = self.key(args)
+        return self._choice(self.key(args), args)
+
+    def _choice(self, key: Hashable, args: Sequence[Any]) -> dict[str, object]:
         if key not in self.choices:
             recorded = _read(self.record).get(repr(key))
             self.choices[key] = recorded if recorded is not None else self._tune(key, args)
