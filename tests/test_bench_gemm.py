@@ -207,6 +207,39 @@ def test_bench_gemm_takes_device_bits_and_tails_on_the_gpu(element: str) -> None
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("defines", "shape"),
+    [
+        # 16 x 17 tiles of 128x256: 2 whole waves of 132 and 8 tail tiles, whose 8 x 5 stages leave most
+        # blocks an empty run
+        ({"GROUP_M": 8, "TMA_STORE": 1}, (2000, 4104, 264)),
+        # 72 tiles, all in the tail: 129 stages each, runs of 70 or 71, every tile in two or three pieces
+        ({"GROUP_M": 8}, (1000, 2056, 8200)),
+        ({"GROUP_M": 8, "BM": 256, "TMA_STORE": 1}, (1000, 2056, 8200)),
+    ],
+    ids=str,
+)
+def test_the_stream_k_gemm_matches_numpy_on_the_gpu(
+    defines: dict[str, object], shape: tuple[int, int, int]
+) -> None:
+    """The stream-K tail on the GPU's 132 blocks, where the pieces of a tile run at once in different
+    blocks and the last to finish sums them: every element written once and right, whatever the order."""
+    import cupy  # type: ignore[import-not-found]
+
+    m, n, k = shape
+    rng = np.random.default_rng(16)
+    lhs = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(np.float16)
+    rhs = (rng.random((n, k), dtype=np.float32) * 2 - 1).astype(np.float16)
+    gemm = _compile("gemm_ws_persistent", {**defines, "STREAMK": 1}, "cuda").function("gemm_ws_persistent")
+    expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
+    for _ in range(3):  # the blocks' order differs from call to call
+        out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+        gemm(cupy.asarray(lhs), cupy.asarray(rhs), out)
+        got = cupy.asnumpy(out).astype(np.float32)
+        assert np.abs(got - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+@pytest.mark.gpu
 def test_the_sparse_gemm_matches_numpy_on_the_gpu() -> None:
     """bench/gemm.py's f16_sp kernel, as it calls it (device arrays), against NumPy."""
     import cupy  # type: ignore[import-not-found]
