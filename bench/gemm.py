@@ -14,7 +14,8 @@ The programs: bench/gemm_ws.co (one accumulator per consumer warpgroup; counts t
 is correct for any M, N and K; -D ELEM/BK/ACC for bf16 and FP8; -D CLUSTER=2 for clusters of two blocks
 that share the rhs tile by a multicast load), bench/gemm_ws_persistent.co (the
 same, persistent: one block per SM walks the tiles, its ring running on across them; with TMA_STORE=1
-its epilogue is an asynchronous TMA store drained a tile later), and
+its epilogue is an asynchronous TMA store drained a tile later; with STREAMK=1 the tiles of its last,
+partial wave are split along K evenly over all blocks, stream-K), and
 bench/gemm_ws_paired.co and bench/gemm_ws_pipelined.co (f16, multiples of the tile only). Each shape gets fresh random inputs; each
 variant writes into an output poisoned with NaN, which must be fully written and match the reference
 (relative max error) before it is timed. Timings are CUDA events around single calls queued back to
@@ -118,6 +119,8 @@ AUTOTUNED: list[tuple[str, dict[str, object], dict[str, list[object]]]] = [
         {"BM": [128, 256], "CLUSTER": [1, 2], "TMA_STORE": [0, 1], "IN_FLIGHT": [0, 1]},
     ),
     ("gemm_ws_persistent", {"GROUP_M": 8, "PINGPONG": 1}, {"CLUSTER": [1, 2], "IN_FLIGHT": [0, 1]}),
+    # the last, partial wave split by stream-K, against the same build without it, at the same clocks
+    ("gemm_ws_persistent", {"GROUP_M": 8, "BM": 128, "TMA_STORE": 1, "CLUSTER": 1}, {"STREAMK": [0, 1]}),
 ]
 
 
@@ -140,6 +143,10 @@ def grid(element: str) -> list[Variant]:
         persistent = {"BM": bm, "BN": bn, "STAGES": 4, "CLUSTER": 2, "GROUP_M": 8, **types}
         variants.append(Variant("gemm_ws_persistent", persistent))
         variants.append(Variant("gemm_ws_persistent", {**persistent, "STAGES": 3, "TMA_STORE": 1}))
+    # the tiles of the last, partial wave shared out by stream-K (STREAMK=0: the same build without it)
+    for streamk in (0, 1):
+        tail = {"BN": 256, "STAGES": 3, "TMA_STORE": 1, "GROUP_M": 8, "STREAMK": streamk, **types}
+        variants.append(Variant("gemm_ws_persistent", tail))
     # ping-pong: 128x128 tiles, one consumer warpgroup's epilogue under the other's main loop
     for cluster in (1, 2):
         pingpong = {"BN": 128, "STAGES": 3, "PINGPONG": 1, "CLUSTER": cluster, "GROUP_M": 8, **types}

@@ -1,5 +1,6 @@
 """bench/gemm.py's GEMMs that take any shape (gemm_ws.co, gemm_ws_persistent.co) are correct on sim for
-sizes that are no multiple of their tiles, in each operand type the bench times; their CUDA lowers.
+sizes that are no multiple of their tiles, in each operand type the bench times (the persistent one
+also with its last wave split by stream-K); their CUDA lowers.
 The 2:4 sparse one (gemm_ws_sparse.co) matches NumPy on sim and lowers to sparse WGMMA."""
 
 from __future__ import annotations
@@ -71,6 +72,28 @@ CASES = [
         (600, 264, 328),
     ),
     ("gemm_ws_persistent", "f8_e4m3", {"BK": 128, "STAGES": 2, "BLOCKS": 2, "IN_FLIGHT": 1}, (136, 264, 400)),
+    # stream-K: the 9 tiles of 300x264 (3 x 3 at 128x128) on 5 blocks are one whole wave and 4 tail
+    # tiles, whose 4 x 3 stages (K = 136: 3 stages, the last one past K) make runs of 2 and 3 stages:
+    # every tail tile is split between two blocks, one block's run spans two tiles
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 3, "BLOCKS": 5, "STREAMK": 1}, (300, 264, 136)),
+    # 4 blocks: one tail tile (R divides BLOCKS), 3 stages for 4 blocks: one block has an empty run
+    ("gemm_ws_persistent", "f16", {"BN": 128, "STAGES": 2, "BLOCKS": 4, "STREAMK": 1}, (300, 264, 136)),
+    # the epilogue through TMA, tiles in groups of rows; K = 520 (9 stages, the last one partial): runs of
+    # 7 and 8 stages, not a multiple of any piece count
+    (
+        "gemm_ws_persistent",
+        "bf16",
+        {"BN": 128, "STAGES": 3, "BLOCKS": 5, "STREAMK": 1, "TMA_STORE": 1, "GROUP_M": 2},
+        (300, 264, 520),
+    ),
+    # 256x128 tiles, and fewer tiles (4) than blocks: no whole wave, every tile in the tail
+    (
+        "gemm_ws_persistent",
+        "f16",
+        {"BM": 256, "BN": 128, "STAGES": 2, "BLOCKS": 5, "STREAMK": 1},
+        (400, 200, 264),
+    ),
+    ("gemm_ws_persistent", "f8_e4m3", {"BK": 128, "STAGES": 2, "BLOCKS": 5, "STREAMK": 1}, (136, 264, 400)),
 ]
 
 
@@ -184,6 +207,39 @@ def test_bench_gemm_takes_device_bits_and_tails_on_the_gpu(element: str) -> None
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("defines", "shape"),
+    [
+        # 16 x 17 tiles of 128x256: 2 whole waves of 132 and 8 tail tiles, whose 8 x 5 stages leave most
+        # blocks an empty run
+        ({"GROUP_M": 8, "TMA_STORE": 1}, (2000, 4104, 264)),
+        # 72 tiles, all in the tail: 129 stages each, runs of 70 or 71, every tile in two or three pieces
+        ({"GROUP_M": 8}, (1000, 2056, 8200)),
+        ({"GROUP_M": 8, "BM": 256, "TMA_STORE": 1}, (1000, 2056, 8200)),
+    ],
+    ids=str,
+)
+def test_the_stream_k_gemm_matches_numpy_on_the_gpu(
+    defines: dict[str, object], shape: tuple[int, int, int]
+) -> None:
+    """The stream-K tail on the GPU's 132 blocks, where the pieces of a tile run at once in different
+    blocks and the last to finish sums them: every element written once and right, whatever the order."""
+    import cupy  # type: ignore[import-not-found]
+
+    m, n, k = shape
+    rng = np.random.default_rng(16)
+    lhs = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(np.float16)
+    rhs = (rng.random((n, k), dtype=np.float32) * 2 - 1).astype(np.float16)
+    gemm = _compile("gemm_ws_persistent", {**defines, "STREAMK": 1}, "cuda").function("gemm_ws_persistent")
+    expected = lhs.astype(np.float32) @ rhs.astype(np.float32).T
+    for _ in range(3):  # the blocks' order differs from call to call
+        out = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
+        gemm(cupy.asarray(lhs), cupy.asarray(rhs), out)
+        got = cupy.asnumpy(out).astype(np.float32)
+        assert np.abs(got - expected).max() <= 1e-2 * np.abs(expected).max()
+
+
+@pytest.mark.gpu
 def test_the_sparse_gemm_matches_numpy_on_the_gpu() -> None:
     """bench/gemm.py's f16_sp kernel, as it calls it (device arrays), against NumPy."""
     import cupy  # type: ignore[import-not-found]
@@ -209,14 +265,8 @@ BUILDS = [  # the bench's sizes of the define combinations above; cluster barrie
 ]
 
 
-@pytest.mark.skipif(NVCC is None or NVDISASM is None, reason="needs nvcc and nvdisasm (no GPU needed)")
-@pytest.mark.parametrize(("program", "defines", "cluster_barriers"), BUILDS, ids=lambda v: str(v))
-def test_cluster_releases_build_without_a_gpu_wide_fence(
-    program: str, defines: dict[str, object], cluster_barriers: int, tmp_path: Path
-) -> None:
-    """The cluster variants build for sm_90a without spills, and the consumers' remote arrivals
-    (trigger.cluster, every stage) are not preceded by MEMBAR.ALL.GPU, which ptxas emits for a
-    cluster-scope release and which halved the cluster GEMM's speed; the cluster barriers keep theirs."""
+def _build_without_spills(program: str, defines: dict[str, object], tmp_path: Path) -> None:
+    """Builds the program's CUDA for sm_90a into tmp_path/gemm.cubin: no error, no spill."""
     unit = tmp_path / "gemm.cu"
     unit.write_text(inline_header(_compile(program, defines, "cuda").cuda_source), encoding="utf-8")
     built = subprocess.run(
@@ -226,7 +276,32 @@ def test_cluster_releases_build_without_a_gpu_wide_fence(
         timeout=600,
     )
     assert built.returncode == 0, built.stderr
-    assert " 0 bytes spill stores" in built.stderr
+    assert " 0 bytes spill stores" in built.stderr and " 0 bytes spill loads" in built.stderr, built.stderr
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc (no GPU needed)")
+@pytest.mark.parametrize(
+    "defines",
+    [{"GROUP_M": 8, "TMA_STORE": 1}, {"GROUP_M": 8, "BM": 256, "TMA_STORE": 1}, {"GROUP_M": 8}],
+    ids=str,
+)
+def test_the_stream_k_tail_builds_without_spills(defines: dict[str, object], tmp_path: Path) -> None:
+    """bench/gemm.py's stream-K builds (the bench's BLOCKS and tiles): the tail's pieces add into a
+    workspace slot, count their stages with one atomic per warpgroup, and the finishing piece sums."""
+    _build_without_spills("gemm_ws_persistent", {**defines, "STREAMK": 1}, tmp_path)
+    source = _compile("gemm_ws_persistent", {**defines, "STREAMK": 1}, "cuda").cuda_source
+    assert "atomicAdd(&(arrived[tail_tile * 2 + wg - 1])" in source
+
+
+@pytest.mark.skipif(NVCC is None or NVDISASM is None, reason="needs nvcc and nvdisasm (no GPU needed)")
+@pytest.mark.parametrize(("program", "defines", "cluster_barriers"), BUILDS, ids=lambda v: str(v))
+def test_cluster_releases_build_without_a_gpu_wide_fence(
+    program: str, defines: dict[str, object], cluster_barriers: int, tmp_path: Path
+) -> None:
+    """The cluster variants build for sm_90a without spills, and the consumers' remote arrivals
+    (trigger.cluster, every stage) are not preceded by MEMBAR.ALL.GPU, which ptxas emits for a
+    cluster-scope release and which halved the cluster GEMM's speed; the cluster barriers keep theirs."""
+    _build_without_spills(program, defines, tmp_path)
     sass = subprocess.run(
         [str(NVDISASM), "-c", str(tmp_path / "gemm.cubin")], capture_output=True, text=True, check=True
     ).stdout.splitlines()

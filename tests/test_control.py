@@ -309,6 +309,28 @@ def test_a_cooperative_kernel_syncs_its_grid_through_a_barrier_parameter() -> No
     assert module.cuda_source.count("choreo::grid_sync(") == 1  # the second kernel's is __syncthreads
 
 
+def test_a_warpgroup_barrier_stands_in_an_inthreads_only_where_it_picks_whole_warpgroups_on_cuda() -> None:
+    """`inthreads (g == 1)` picks a whole warpgroup: its barrier is reached by every thread it waits for;
+    `inthreads (t < 64)` picks half of each, whose other half would never arrive."""
+    source = """__co__ void f(global f32 [256] x) {
+  parallel p by 1 : block {
+    parallel g by 2 : group-4, t by 128 : thread {
+      inthreads (PICK) {
+        x.at(g # t) = 1.0f;
+        sync.barrier : group-4;
+      }
+    }
+  }
+}
+"""
+    whole = ck.compile(source.replace("PICK", "g == 1"), target="cuda").cuda_source
+    assert (
+        "choreo::named_barrier_sync(1 + threadIdx.x / 128, 128);  // this warpgroup's threads meet" in whole
+    )
+    (error,) = _errors(source.replace("PICK", "t < 64"))
+    assert error.line == 6 and "picks some threads" in error.message
+
+
 def test_a_named_barrier_that_never_fills_is_a_deadlock_naming_it() -> None:
     source = """__co__ void f(f32 [128] x) {
   parallel p by 1 : block {

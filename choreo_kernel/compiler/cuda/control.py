@@ -17,7 +17,7 @@ from choreo_kernel.compiler.cuda.context import KernelContext
 from choreo_kernel.compiler.cuda.plan import WaitSite
 from choreo_kernel.compiler.cuda.threads import THREAD_INDEX
 from choreo_kernel.compiler.cuda.views import IndexTuple, LoweringError, Operand, ShapeValue, View
-from choreo_kernel.compiler.semantics.levels import WARPGROUP_THREADS, Level
+from choreo_kernel.compiler.semantics.levels import WARP_THREADS, WARPGROUP_THREADS, Level
 from choreo_kernel.compiler.semantics.printing import BOOLEAN, FLOATING, UNSIGNED, Piece, c_format
 
 # Lines of a kernel that a thread which has returned would hold up forever.
@@ -45,7 +45,7 @@ class ControlStatements(KernelContext):
             self.out.line(f"choreo::grid_sync({self.grid_barrier}, {self.status}, {site});")
             return
         self.out.source(stmt)
-        if self._divergent(stmt):
+        if self._divergent(stmt) and not self._meets_whole(stmt):
             raise LoweringError(
                 f"'sync.barrier : {stmt.level}' inside an 'inthreads' that picks some threads: the others "
                 "would never arrive; put the barrier where every thread of the level runs",
@@ -65,6 +65,12 @@ class ControlStatements(KernelContext):
             )
         else:
             self.out.line("__syncwarp();  // this warp's threads meet")
+
+    def _meets_whole(self, stmt: ast.Barrier) -> bool:
+        """A warp or warpgroup barrier inside an `inthreads` that picks whole warps or warpgroups (`wg > 0`):
+        each one that runs it meets at a barrier of its own, which all its threads reach."""
+        unit = {"group-4": WARPGROUP_THREADS, "group": WARP_THREADS}.get(stmt.level)
+        return unit is not None and self.threads.launch.covers_units(self.info.context_of[id(stmt)], unit)
 
     def _Fence(self, stmt: ast.Fence, tail: bool) -> None:
         self.out.source(stmt)

@@ -474,10 +474,14 @@ class KernelLaunch:
     def covers_instances(self, context: Context, family: Family) -> bool:
         """Whether every thread of each issuing instance that reaches a statement reaches it (only then
         may the instance synchronize there)."""
+        return self.covers_units(context, self.issuing_unit(context, family))
+
+    def covers_units(self, context: Context, unit: int) -> bool:
+        """Whether the threads that reach a statement are whole aligned runs of `unit` threads (whole
+        warps, whole warpgroups): only then may each run meet at a barrier of its own there."""
         threads = self.reach(context)
         if threads is None:
             return False
-        unit = self.issuing_unit(context, family)
         return all(
             thread in threads
             for first in {t // unit * unit for t in threads}
