@@ -137,6 +137,7 @@ def test_speed_variants_match_numpy_on_the_sim(
         (128, True, 5, 520, 1, {"HEAD_GROUP": 2}),  # sections of 2 heads, the last of 1; tails
         (64, False, 6, 128, 1, {}),  # one key tile an item: a Q slot released an item early is overwritten
         (64, True, 3, 256, 1, {"TMA_STORE": 1}),
+        (64, True, 3, 384, 0, {"STAGES": 3}),  # the default at D = 64, causal
         (128, False, 3, 200, 1, {"WIDE": 0}),  # Q in two panels, O stored from registers
     ],
 )
