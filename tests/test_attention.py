@@ -138,14 +138,18 @@ def test_speed_variants_match_numpy_on_the_sim(
         (64, False, 6, 128, 1, {}),  # one key tile an item: a Q slot released an item early is overwritten
         (64, True, 3, 256, 1, {"TMA_STORE": 1}),
         (64, True, 3, 384, 0, {"STAGES": 3}),  # the default at D = 64, causal
+        (64, False, 3, 384, 1, {"CONSUMERS": 3}),  # 192-row items, three consumers in turn
+        (64, True, 2, 200, 0, {"CONSUMERS": 3}),
+        (64, True, 2, 520, 1, {"CONSUMERS": 3, "PERSISTENT": 0}),
         (128, False, 3, 200, 1, {"WIDE": 0}),  # Q in two panels, O stored from registers
     ],
 )
 def test_a_persistent_kernel_walks_several_items_a_block_on_the_sim(
     dim: int, causal: bool, heads: int, rows: int, pingpong: int, extra: dict[str, int]
 ) -> None:
-    """Two blocks for 6 to 25 work items (query tile, head): the K/V rings, the Q slots and (TMA_STORE)
-    the O stores through them run on from one item to the next, for every completion order tried."""
+    """Two blocks for 4 to 25 work items (query tile, head): the K/V rings, the Q slots and (TMA_STORE)
+    the O stores through them run on from one item to the next, for every completion order tried.
+    CONSUMERS=3: items of 192 query rows, the third consumer's tail rows masked (S = 200, 520)."""
     defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "PINGPONG": pingpong, "PERSISTENT": 1, "BLOCKS": 2}
     module = ck.compile(SOURCE, {**defines, **extra}, target="sim")
     q, k, v = inputs(heads, rows, dim, "f16")
@@ -226,7 +230,39 @@ def test_a_persistent_kernel_matches_numpy_on_the_gpu(
     check(o, lse, q, k, v, heads, causal, elem)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("causal", "elem", "persistent"), [(False, "f16", 1), (True, "bf16", 1), (True, "f16", 0)]
+)
+def test_three_consumers_match_numpy_on_the_gpu(causal: bool, elem: str, persistent: int) -> None:
+    """CONSUMERS=3 at D = 64 (BM = 192, FlashAttention-3's head-dim-64 tile), S = 1000: 6 query tiles, the
+    last of 40 rows."""
+    variant = {"CONSUMERS": 3, "PERSISTENT": persistent, "BLOCKS": 5}
+    o, lse, (q, k, v) = run("cuda", 64, causal, elem, 3, 1000, 1, variant)
+    check(o, lse, q, k, v, 3, causal, elem)
+
+
 NVCC, NVDISASM = find_tool("nvcc"), find_tool("nvdisasm")
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc (no GPU needed)")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_three_consumers_fit_their_registers(causal: bool, tmp_path: Path) -> None:
+    """Four warpgroups share 64K registers a thread slot: the producer keeps 32 and each consumer gets 160
+    (40 would leave them 152, where the D = 64 consumer spills), and ptxas spills nothing."""
+    defines = {"HEAD_DIM": 64, "CAUSAL": int(causal), "CONSUMERS": 3}
+    source = ck.compile(SOURCE, defines, target="cuda").cuda_source
+    assert set(re.findall(r"setmaxnreg_(\w+)<(\d+)>", source)) == {("dec", "32"), ("inc", "160")}
+    unit = tmp_path / "attention.cu"
+    unit.write_text(inline_header(source), encoding="utf-8")
+    built = subprocess.run(
+        [str(NVCC), "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "a.cubin"), str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in built.stderr, built.stderr
 
 
 def longest_chain(sass: list[str], opcode: str) -> int:
