@@ -10,10 +10,11 @@ of the ratio. Forward FLOPs: 4 * B * H * S * S * D, half of it causal. Needs CuP
 
     python bench/attention.py [--shapes 4x32x8192x128 16x16x2048x128 4x32x8192x64 8x16x4096x128]
                               [--causal 0 1] [--dtypes f16 bf16] [--repeats 20] [--emit DIR] [--check-heads 2]
-                              [--variants "" PINGPONG=0 STAGES=3]
+                              [--variants "" PERSISTENT=0 PERSISTENT=1 PINGPONG=0,STAGES=3]
 
 Each of --variants is a set of -D defines of bench/attention.co (comma-separated, "" for its defaults): all
 are checked and timed in the same alternation, as choreo[DEFINES], and the best of them makes the ratio.
+A persistent build (PERSISTENT=1) gets one block per SM of this GPU (BLOCKS) unless the variant sets it.
 S may be any length: the kernel masks the tail tiles.
 """
 
@@ -52,7 +53,14 @@ def parse_variant(text: str) -> dict[str, object]:
 
 
 def compile_kernel(head_dim: int, causal: bool, elem: str, variant: str, emit: Path | None) -> Any:
-    defines = {**parse_variant(variant), "HEAD_DIM": head_dim, "CAUSAL": int(causal), "ELEM": elem}
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    defines = {
+        "BLOCKS": sms,
+        **parse_variant(variant),
+        "HEAD_DIM": head_dim,
+        "CAUSAL": int(causal),
+        "ELEM": elem,
+    }
     source = (BENCH / "attention.co").read_text(encoding="utf-8")
     module = ck.compile(source, defines, target="cuda", filename="attention.co")
     if emit is not None:
@@ -170,6 +178,20 @@ def compare(
     return max(ratios) if ratios else None
 
 
+def builds(dim: int, causal: bool, elem: str, variants: list[str], emit: Path | None) -> dict[str, Any]:
+    """The kernel of each variant that builds for this head dim (STAGES=3 does not fit D = 128, say)."""
+    kernels = {}
+    for variant in variants:
+        try:
+            kernels[variant] = compile_kernel(dim, causal, elem, variant, emit)
+        except ck.ChoreoError as problem:
+            first = str(problem).splitlines()[0]
+            print(
+                f"  choreo[{variant}] D={dim} {'causal' if causal else 'full'} {elem} does not build: {first}"
+            )
+    return kernels
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=SHAPES)
@@ -191,10 +213,7 @@ def main() -> None:
                 dim = int(shape.split("x")[-1])
                 key = (dim, causal, elem)
                 if key not in kernels:
-                    kernels[key] = {
-                        variant: compile_kernel(dim, causal, elem, variant, args.emit)
-                        for variant in args.variants
-                    }
+                    kernels[key] = builds(dim, causal, elem, args.variants, args.emit)
                 try:
                     compare(shape, causal, elem, kernels[key], args.repeats, args.check_heads)
                 except Exception as problem:  # report it and go on with the next shape

@@ -5,7 +5,8 @@ ring and the causal kernel masks a diagonal tile; 200 rows, whose last query and
 tails), for both head dims, causal or not, fp16 and bf16, with the two consumers as ping-pong paths
 (the default) and as one path (PINGPONG=0); on the GPU (marked `gpu`) at sizes with more tiles than ring slots,
 S = 1000 among them, against NumPy and the sim. The speed variants (VARIANTS: -D defines that
-bench/attention.py times) likewise, on the sim and on the GPU.
+bench/attention.py times) likewise, on the sim and on the GPU. The persistent kernel (PERSISTENT=1) with
+fewer blocks than work items, so each block walks several and its rings and Q slots run on across them.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ VARIANTS = {
     "wide": {"WIDE": 1},
     "wide-tma-store": {"WIDE": 1, "TMA_STORE": 1},
     "wide-branchy-mask": {"WIDE": 1, "MASK_EVERY_TILE": 0},
+    "persistent": {"PERSISTENT": 1, "BLOCKS": 3},
 }
 SHAPES = [
     (128, False, 256, 1),
@@ -125,6 +127,37 @@ def test_speed_variants_match_numpy_on_the_sim(
     defines = VARIANTS[variant]
     o, lse, (q, k, v) = run("sim", dim, causal, "f16", 2, rows, pingpong, defines)
     check(o, lse, q, k, v, 2, causal, "f16")
+
+
+@pytest.mark.parametrize(
+    ("dim", "causal", "heads", "rows", "pingpong", "extra"),
+    [
+        (64, False, 3, 384, 1, {}),
+        (128, True, 3, 384, 0, {}),
+        (128, True, 5, 520, 1, {"HEAD_GROUP": 2}),  # sections of 2 heads, the last of 1; tails
+        (64, False, 6, 128, 1, {}),  # one key tile an item: a Q slot released an item early is overwritten
+        (64, True, 3, 256, 1, {"TMA_STORE": 1}),
+        (64, True, 3, 384, 0, {"STAGES": 3}),  # the default at D = 64, causal
+        (64, False, 3, 384, 1, {"CONSUMERS": 3}),  # 192-row items, three consumers in turn
+        (64, True, 2, 200, 0, {"CONSUMERS": 3}),
+        (64, True, 2, 520, 1, {"CONSUMERS": 3, "PERSISTENT": 0}),
+        (128, False, 3, 200, 1, {"WIDE": 0}),  # Q in two panels, O stored from registers
+    ],
+)
+def test_a_persistent_kernel_walks_several_items_a_block_on_the_sim(
+    dim: int, causal: bool, heads: int, rows: int, pingpong: int, extra: dict[str, int]
+) -> None:
+    """Two blocks for 4 to 25 work items (query tile, head): the K/V rings, the Q slots and (TMA_STORE)
+    the O stores through them run on from one item to the next, for every completion order tried.
+    CONSUMERS=3: items of 192 query rows, the third consumer's tail rows masked (S = 200, 520)."""
+    defines = {"HEAD_DIM": dim, "CAUSAL": int(causal), "PINGPONG": pingpong, "PERSISTENT": 1, "BLOCKS": 2}
+    module = ck.compile(SOURCE, {**defines, **extra}, target="sim")
+    q, k, v = inputs(heads, rows, dim, "f16")
+    for seed in range(2):
+        o = np.full((heads, rows, dim), np.nan, dtype=np.float16)
+        lse = np.full((heads, rows), np.nan, dtype=np.float32)
+        module.attention(q, k, v, o, lse, seed=seed)
+        check(o, lse, q, k, v, heads, causal, "f16")
 
 
 def test_a_causal_kernel_ignores_the_keys_after_each_query() -> None:
@@ -177,7 +210,59 @@ def test_speed_variants_match_numpy_and_the_sim_on_the_gpu(
     assert np.abs(np.asarray(lse) - np.asarray(sim_lse)).max() <= 1e-4
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("dim", "causal", "elem", "heads", "blocks"),
+    [
+        (128, False, "f16", 24, 132),
+        (128, True, "bf16", 24, 132),
+        (64, True, "f16", 3, 5),
+        (64, False, "bf16", 3, 5),
+    ],
+)
+def test_a_persistent_kernel_matches_numpy_on_the_gpu(
+    dim: int, causal: bool, elem: str, heads: int, blocks: int
+) -> None:
+    """S = 1000 (8 query tiles, tails): 192 work items on 132 blocks, or 24 on 5 (several each), against NumPy."""
+    o, lse, (q, k, v) = run(
+        "cuda", dim, causal, elem, heads, 1000, 1 - int(causal), {"PERSISTENT": 1, "BLOCKS": blocks}
+    )
+    check(o, lse, q, k, v, heads, causal, elem)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("causal", "elem", "persistent"), [(False, "f16", 1), (True, "bf16", 1), (True, "f16", 0)]
+)
+def test_three_consumers_match_numpy_on_the_gpu(causal: bool, elem: str, persistent: int) -> None:
+    """CONSUMERS=3 at D = 64 (BM = 192, FlashAttention-3's head-dim-64 tile), S = 1000: 6 query tiles, the
+    last of 40 rows."""
+    variant = {"CONSUMERS": 3, "PERSISTENT": persistent, "BLOCKS": 5}
+    o, lse, (q, k, v) = run("cuda", 64, causal, elem, 3, 1000, 1, variant)
+    check(o, lse, q, k, v, 3, causal, elem)
+
+
 NVCC, NVDISASM = find_tool("nvcc"), find_tool("nvdisasm")
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc (no GPU needed)")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_three_consumers_fit_their_registers(causal: bool, tmp_path: Path) -> None:
+    """Four warpgroups share 64K registers a thread slot: the producer keeps 32 and each consumer gets 160
+    (40 would leave them 152, where the D = 64 consumer spills), and ptxas spills nothing."""
+    defines = {"HEAD_DIM": 64, "CAUSAL": int(causal), "CONSUMERS": 3}
+    source = ck.compile(SOURCE, defines, target="cuda").cuda_source
+    assert set(re.findall(r"setmaxnreg_(\w+)<(\d+)>", source)) == {("dec", "32"), ("inc", "160")}
+    unit = tmp_path / "attention.cu"
+    unit.write_text(inline_header(source), encoding="utf-8")
+    built = subprocess.run(
+        [str(NVCC), "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "a.cubin"), str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in built.stderr, built.stderr
 
 
 def longest_chain(sass: list[str], opcode: str) -> int:
@@ -202,12 +287,17 @@ def longest_chain(sass: list[str], opcode: str) -> int:
 
 
 @pytest.mark.skipif(NVCC is None or NVDISASM is None, reason="needs nvcc and nvdisasm (no GPU needed)")
+@pytest.mark.parametrize("persistent", [0, 1], ids=["grid", "persistent"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_the_softmax_builds_to_short_chains_and_one_ex2_per_element(causal: bool, tmp_path: Path) -> None:
-    """The default kernel (D = 128, f16) for sm_90a: no spills or local memory; each row maximum and sum is a
-    tree (a chain of at most log2(32) + 1 FMNMX/FADD: it was 17 in a serial loop, 32 of each
-    thread's columns a row), and __exp2f is a bare MUFU.EX2 (exp2f's subnormal path tests x >= -126)."""
-    source = ck.compile(SOURCE, {"HEAD_DIM": 128, "CAUSAL": int(causal)}, target="cuda").cuda_source
+def test_the_softmax_builds_to_short_chains_and_one_ex2_per_element(
+    causal: bool, persistent: int, tmp_path: Path
+) -> None:
+    """The kernel (D = 128, f16), one block per item or persistent, for sm_90a: no spills or local memory;
+    each row maximum and sum is a tree (a chain of at most log2(32) + 1 FMNMX/FADD: it was 17 in a serial
+    loop, 32 of each thread's columns a row), and __exp2f is a bare MUFU.EX2 (exp2f's subnormal path tests
+    x >= -126)."""
+    defines = {"HEAD_DIM": 128, "CAUSAL": int(causal), "PERSISTENT": persistent}
+    source = ck.compile(SOURCE, defines, target="cuda").cuda_source
     unit = tmp_path / "attention.cu"
     unit.write_text(inline_header(source), encoding="utf-8")
     cubin = tmp_path / "attention.cubin"

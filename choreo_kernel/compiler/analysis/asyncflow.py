@@ -81,7 +81,8 @@ class AsyncFlow(ForwardFlow[State]):
                     self.event_uses.append(use)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.target, ast.Name):
             symbol = self.info.symbol_of.get(id(stmt.target))
-            if symbol is not None and symbol.mutable and constant(stmt.value) is not None:
+            resets = stmt.op == "=" and constant(stmt.value) is not None  # `n += 1` counts on
+            if symbol is not None and symbol.mutable and resets:
                 self.constant_resets.append((symbol, loops))
         inner = (*loops, stmt) if isinstance(stmt, (ast.Foreach, ast.ForeachRange, ast.While)) else loops
         for child in ast.child_statements(stmt):

@@ -865,9 +865,13 @@ template <int Swizzle> CHOREO_DEVICE unsigned swizzled(unsigned offset) {
 // Element `offset` (row-major, counting from `base`) of a shared buffer of `rows` rows of `columns`
 // elements stored in panels `width` elements wide (compiler/cuda/layouts.py): panel by panel, each panel
 // holding `width` columns of every row. Consecutive buffers of a buffer array follow one another.
+// Unsigned: an offset is never negative, and with the power-of-two sizes of tiles each division is then
+// a shift and each remainder a mask (signed ones round towards zero: a dozen instructions each, between
+// the WGMMAs whose descriptors they address).
 CHOREO_DEVICE int panel_offset(int offset, int rows, int columns, int width) {
-  const int matrix = rows * columns, within = offset % matrix, column = within % columns;
-  return offset - within + (column / width) * rows * width + (within / columns) * width + column % width;
+  const unsigned at = offset, matrix = rows * columns, within = at % matrix, column = within % columns;
+  const unsigned panel_rows = rows, panel = width;
+  return static_cast<int>(at - within + (column / panel) * panel_rows * panel + (within / columns) * panel + column % panel);
 }
 
 // The element at `base + offset` of a shared buffer in the `Swizzle`-byte swizzled layout: its 16-byte chunk

@@ -23,7 +23,9 @@ from choreo_kernel.compiler.cuda.threads import KernelThreads
 from choreo_kernel.compiler.semantics.levels import WARPGROUP_THREADS as WARPGROUP
 
 REGISTER_FILE = 65536  # 32-bit registers per SM
-PRODUCER_REGISTERS = 40
+PRODUCER_REGISTERS = 40  # CUTLASS's producer warpgroup: 40 + 2 x 232 with two consumers
+LEAN_PRODUCER_REGISTERS = 32  # FlashAttention-3's with three consumers: 32 + 3 x 160 (40 leaves them 152)
+CONSUMER_FLOOR = 160  # what a consumer of three gets from a lean producer: the accumulators of FA3's D = 64
 MAX_REGISTERS = 256
 MIN_WARPGROUPS = 3  # with two, the cap at launch (256 threads: 255 registers) already gives consumers all
 
@@ -72,11 +74,17 @@ def plan_roles(info: FunctionInfo, kernel: ast.Parallel, kernel_threads: KernelT
         return {}
     idle = threads // WARPGROUP - producers - consumers
     at_launch = REGISTER_FILE // threads // 8 * 8
-    spare = REGISTER_FILE - WARPGROUP * (producers * PRODUCER_REGISTERS + idle * at_launch)
-    consumer_registers = min(MAX_REGISTERS, spare // (consumers * WARPGROUP) // 8 * 8)
+
+    def consumer_share(producer_registers: int) -> int:
+        spare = REGISTER_FILE - WARPGROUP * (producers * producer_registers + idle * at_launch)
+        return min(MAX_REGISTERS, spare // (consumers * WARPGROUP) // 8 * 8)
+
+    producer_registers = PRODUCER_REGISTERS
+    if consumer_share(producer_registers) < CONSUMER_FLOOR:
+        producer_registers = LEAN_PRODUCER_REGISTERS
     roles = {
-        "producer": Role("producer", PRODUCER_REGISTERS),
-        "consumer": Role("consumer", consumer_registers),
+        "producer": Role("producer", producer_registers),
+        "consumer": Role("consumer", consumer_share(producer_registers)),
     }
     return {path: roles[kind] for path, (kind, _) in paths.items()}
 
