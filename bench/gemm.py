@@ -182,12 +182,19 @@ def alternating_milliseconds(
 
 def graph_replay(call: Callable[[], object]) -> Callable[[], object]:
     """The call captured once into a CUDA graph, replayed on the current stream with no host work; what the
-    call returns is kept alive with the graph, whose kernels write into it on every replay."""
+    call returns is kept alive with the graph, whose kernels write into it on every replay. Calls that
+    cannot be captured raise, and bench/gemm.py reports that variant as failed."""
     import torch
 
     graph = torch.cuda.CUDAGraph()
     torch.cuda.synchronize()
-    with torch.cuda.graph(graph), cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+    # CuPy's own pool may not allocate while a stream is captured; stream-ordered allocations can be.
+    asynchronous = cupy.cuda.MemoryAsyncPool()
+    with (
+        torch.cuda.graph(graph),
+        cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream),
+        cupy.cuda.using_allocator(asynchronous.malloc),
+    ):
         kept = call()
     torch.cuda.synchronize()
     return lambda: (graph.replay(), kept)
@@ -359,7 +366,13 @@ def compare(
             continue
         calls = (setup.reference, lambda gemm=gemm, out=out: gemm(*setup.operands, out))
         if graphs:
-            calls = (graph_replay(calls[0]), graph_replay(calls[1]))
+            try:
+                calls = (graph_replay(calls[0]), graph_replay(calls[1]))
+            except Exception as error:
+                print(
+                    f"  {variant.label:44}: FAILED to capture into a CUDA graph: {str(error).splitlines()[0]}"
+                )
+                continue
         theirs, ours = alternating_milliseconds(*calls, repeats)
         row = (theirs / ours, flops / ours / 1e9, flops / theirs / 1e9, variant.label, error)
         print(
