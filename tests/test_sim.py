@@ -541,10 +541,49 @@ DMA_OF_A_TAIL = """__co__ f32 [M] tails(f32 [M] x) {
 }"""
 
 
-def test_only_tma_copies_and_masked_stores_take_a_tail_tile() -> None:
-    """A tile past the end of the array is a located range error for a dma copy, and fine for TMA."""
-    diagnostic = _one_error(DMA_OF_A_TAIL, np.zeros(100, np.float32))
-    assert diagnostic.line == 5
-    assert "the tile index is 1, outside 0..0" in diagnostic.message and "TMA" in diagnostic.message
+def test_every_copy_takes_a_tail_tile_as_tma_does() -> None:
+    """A plain dma.copy of a tail tile reads zeros past the end and writes only what exists, as TMA does."""
     x = np.arange(100, dtype=np.float32)
-    np.testing.assert_array_equal(_run(DMA_OF_A_TAIL.replace("dma.copy", "tma.copy"), x), x)
+    for copy in ("dma.copy", "tma.copy"):
+        np.testing.assert_array_equal(_run(DMA_OF_A_TAIL.replace("dma.copy", copy), x), x)
+    padded = DMA_OF_A_TAIL.replace("f32 [M] out;", "f32 [cdiv(M, 64), 64] out;").replace(
+        "out.subspan(64).at(b)", "out.at(b)"
+    )
+    out = _run(padded.replace("__co__ f32 [M]", "__co__ f32 [cdiv(M, 64), 64]"), x)
+    np.testing.assert_array_equal(out.reshape(-1), np.pad(x, (0, 28)))
+
+
+TAIL_OF_A_WINDOW = """__co__ f32 [64] tails(f32 [M] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    shared f32 [64] tile;
+    dma.copy x.view(M - 20).from(0).subspan(64).at(1) => tile;
+    dma.copy tile => out;
+  }
+  return out;
+}"""
+
+
+def test_a_tile_past_a_view_that_stops_inside_the_array_is_a_range_error() -> None:
+    """Only a dimension that ends where the array does has tail tiles: past the end of a window that
+    stops short of it, a tile would be the array's next elements, not zeros, so it stays a range error."""
+    diagnostic = _one_error(TAIL_OF_A_WINDOW, np.zeros(100, np.float32))
+    assert diagnostic.line == 5 and "the tile index is 1, outside 0..0" in diagnostic.message
+    x = np.arange(100, dtype=np.float32)
+    whole = TAIL_OF_A_WINDOW.replace("view(M - 20)", "view(M)")
+    np.testing.assert_array_equal(_run(whole, x), np.pad(x[64:], (0, 28)))
+
+
+TAIL_ELEMENT = """__co__ f32 [64] tails(f32 [M] x) {
+  f32 [64] out;
+  parallel t by 64 {
+    out.at(t) = x.subspan(64).at(1).at(t);
+  }
+  return out;
+}"""
+
+
+def test_an_element_of_a_tail_tile_is_a_range_error() -> None:
+    """Copies and accumulator stores take a tail tile; reading one of its elements is the range error."""
+    diagnostic = _one_error(TAIL_ELEMENT, np.zeros(100, np.float32))
+    assert "the tile index is 1, outside 0..0" in diagnostic.message and "only copies" in diagnostic.message

@@ -454,7 +454,8 @@ class Expressions(DeviceCallExpressions):
             extents.append(
                 cexpr.const(tile) if tile is not None else cexpr.binary("/", dim, _bound(index, args[0]))
             )
-        return view.shifted(tuple(indices), tuple(extents), tuple(extents))
+        cut = view.shifted(tuple(indices), tuple(extents), tuple(extents))
+        return replace(cut, tiled=True) if tiles is not None else cut
 
     def _at(self, view: View, args: tuple[ast.Expr, ...]) -> Lowered:
         indices = self.integers(args)
