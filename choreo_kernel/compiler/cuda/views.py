@@ -312,8 +312,25 @@ class TilingView:
     steps: tuple[CExpr, ...]
     tail: tuple[CExpr, ...] = ()  # `.modspan(...)`: the tile index where the whole tiles end
 
-    def at(self, indices: tuple[CExpr, ...]) -> View:
-        return replace(self.view.shifted(indices, self.steps, self.extents), tiled=True)
+    def at(self, indices: tuple[CExpr, ...], bounds: tuple[CExpr | None, ...] = ()) -> View:
+        """Tile `indices`; one that may reach past the end of the data (`tiled`) unless each index, or its
+        bound (`#i` of a bounded variable), keeps it among the whole tiles."""
+        tile = self.view.shifted(indices, self.steps, self.extents)
+        return replace(tile, tiled=not self._among_whole_tiles(indices, bounds))
+
+    def _among_whole_tiles(self, indices: tuple[CExpr, ...], bounds: tuple[CExpr | None, ...]) -> bool:
+        if len(bounds) != len(self.extents):
+            return False
+        for index, bound, dim, extent, step in zip(indices, bounds, self.view.dims, self.extents, self.steps):
+            if dim.value is None or extent.value is None or not step.value:
+                return False
+            whole = (dim.value - extent.value) // step.value + 1
+            if index.value is not None:
+                if not 0 <= index.value < whole:
+                    return False
+            elif bound is None or bound.value is None or bound.value > whole:
+                return False
+        return True
 
     def tile(self) -> View:
         """The tile without `.at`: the first, or for a modspan what the whole tiles leave."""
