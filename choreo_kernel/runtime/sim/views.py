@@ -91,7 +91,7 @@ class View:
         return offset
 
     def _whole(self) -> None:
-        """Refuse a tail tile where only TMA copies and accumulator stores may take one."""
+        """Refuse a tail tile where only copies and accumulator stores take one."""
         if self.edge is not None:
             raise SimError(
                 f"{self.edge_error}: only copies and 'mma.store' take a tile that reaches past the end "
