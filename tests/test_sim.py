@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
+from choreo_kernel.compiler.cuda.emit import emit_program
 from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.runtime.sim import SimBackend
@@ -551,6 +552,28 @@ def test_every_copy_takes_a_tail_tile_as_tma_does() -> None:
     )
     out = _run(padded.replace("__co__ f32 [M]", "__co__ f32 [cdiv(M, 64), 64]"), x)
     np.testing.assert_array_equal(out.reshape(-1), np.pad(x, (0, 28)))
+
+
+CONSTANT_TAIL = """__co__ f32 [64] last(f32 [100] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    dma.copy x.subspan(64).at(1) => out;
+  }
+  return out;
+}"""
+
+
+def test_a_constant_index_of_a_tail_tile_compiles_and_reads_zeros_past_the_end() -> None:
+    """As Croqtile, a constant index counts the tiles that start inside the data: tile 1 of 64 of 100
+    elements is a tail tile; tile 2 would start past the end, an error when compiling."""
+    x = np.arange(100, dtype=np.float32)
+    np.testing.assert_array_equal(_run(CONSTANT_TAIL, x), np.pad(x[64:], (0, 28)))
+    cuda = emit_program(analyze(CONSTANT_TAIL, target="cuda"))  # the 36 elements that exist, zeros after
+    assert (
+        "choreo::copy_padded<false>(choreo::region(out, {64}, {1}), choreo::region(x + 64, {36}, {1})" in cuda
+    )
+    (error,) = ck.check(CONSTANT_TAIL.replace(".at(1)", ".at(2)"))
+    assert "index 2 is out of range for dimension 0 of the tiles of 'x' (extent 2)" in error.message
 
 
 TAIL_OF_A_WINDOW = """__co__ f32 [64] tails(f32 [M] x) {
