@@ -576,6 +576,31 @@ def test_a_constant_index_of_a_tail_tile_compiles_and_reads_zeros_past_the_end()
     assert "index 2 is out of range for dimension 0 of the tiles of 'x' (extent 2)" in error.message
 
 
+TAIL_STACK = """__co__ s32 [T, 8, 4] stacked(s32 [R, C] x) {
+  s32 [T, 8, 4] out;
+  parallel {i, j} by [cdiv(R, 8), cdiv(C, 4)] : block {
+    shared s32 [8, 4] tile;
+    dma.copy x.subspan(8, 4).at(i, j) => tile;
+    dma.copy tile => out.at(i * cdiv(C, 4) + j);
+  }
+  return out;
+}"""
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.integers(1, 30), cols=st.integers(1, 14))
+def test_tail_tiles_of_any_shape_read_as_the_array_padded_with_zeros(rows: int, cols: int) -> None:
+    """For any extents, short in the rows, the columns, both or neither, the tiles of 8 x 4 come out as
+    those of the array padded with zeros to whole tiles."""
+    x = np.arange(1, rows * cols + 1, dtype=np.int32).reshape(rows, cols)
+    tall, wide = -(-rows // 8), -(-cols // 4)
+    out = _run(TAIL_STACK.replace("[T, 8, 4]", f"[{tall * wide}, 8, 4]"), x)
+    padded = np.pad(x, ((0, tall * 8 - rows), (0, wide * 4 - cols)))
+    np.testing.assert_array_equal(
+        out, padded.reshape(tall, 8, wide, 4).transpose(0, 2, 1, 3).reshape(-1, 8, 4)
+    )
+
+
 TAIL_OF_A_WINDOW = """__co__ f32 [64] tails(f32 [M] x) {
   f32 [64] out;
   parallel b by 1 : block {

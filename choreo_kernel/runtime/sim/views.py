@@ -67,6 +67,7 @@ class View:
     edge: tuple[Any, ...] | None = None  # a tail tile: the elements of each dimension inside the array
     edge_error: str = ""  # what its index would have been reported as, had it not been a tail
     box: bool = True  # each dimension runs along an axis of the base (not after a reshape, a strided window)
+    axes: tuple[int, ...] | None = None  # the base axis of each dimension; None: the trailing ones
 
     @classmethod
     def whole(cls, base: np.ndarray) -> View:
@@ -75,6 +76,13 @@ class View:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.dims
+
+    @property
+    def along(self) -> tuple[int, ...]:
+        """The base axis each dimension runs along (of a box)."""
+        if self.axes is not None:
+            return self.axes
+        return tuple(range(self.base.ndim - len(self.dims), self.base.ndim))
 
     @property
     def varying(self) -> bool:
@@ -155,22 +163,18 @@ class View:
 
     def _ends(self) -> tuple[bool, ...]:
         """Per dimension, whether the view ends where its array does along that axis (for every thread), so
-        that what lies past its end lies past the array's: there a tile may reach past it. A dimension
-        runs along the one axis of the base with its stride; a reshape or a strided window has none."""
+        that what lies past its end lies past the array's: there a tile may reach past it. A reshape or a
+        strided window runs along no axis of the base."""
         if not self.box:
             return (False,) * len(self.dims)
         shape = self.base.shape
         base_strides = compact_strides(tuple(shape))
         inside = self.edge or self.dims
         ends = []
-        for dim, stride, room in zip(self.dims, self.strides, inside):
-            axes = [a for a, step in enumerate(base_strides) if step == stride and shape[a] > 1]
-            if len(axes) != 1:
-                ends.append(False)
-                continue
-            start = (np.asarray(self.offset) // stride) % shape[axes[0]]
+        for dim, axis, room in zip(self.dims, self.along, inside):
+            start = (np.asarray(self.offset) // base_strides[axis]) % shape[axis]
             cut = np.asarray(room) < dim  # a tail tile already stops at the array's end there
-            ends.append(bool(np.all(cut | (start + np.asarray(room) >= shape[axes[0]]))))
+            ends.append(bool(np.all(cut | (start + np.asarray(room) >= shape[axis]))))
         return tuple(ends)
 
     def _mask(self, limits: tuple[Any, ...]) -> np.ndarray:
@@ -221,7 +225,10 @@ class View:
             for size, extent, offset in zip(self.dims, extents, offsets):
                 check_range(offset, size - extent + 1, "the window offset")
             strides = list(self.strides)
-        view = View(self.base, self._moved(offsets, strides), tuple(extents), tuple(strides), box=box)
+        offset = self._moved(offsets, strides)
+        view = View(
+            self.base, offset, tuple(extents), tuple(strides), box=box, axes=self.along if box else None
+        )
         view.check_reach()
         return view
 
@@ -238,7 +245,9 @@ class View:
         count = len(indices)
         if count == len(self.dims):
             return Element(self.flat, offset)
-        return replace(self, offset=offset, dims=self.dims[count:], strides=self.strides[count:])
+        return replace(
+            self, offset=offset, dims=self.dims[count:], strides=self.strides[count:], axes=self.along[count:]
+        )
 
     def reshape(self, dims: tuple[int, ...]) -> View:
         """`span_as(dims)`: the elements stored one after another from the first one, in another shape
@@ -265,6 +274,7 @@ class View:
             dims=tuple(self.dims[k] for k in kept),
             strides=tuple(self.strides[k] for k in kept),
             edge=edge,
+            axes=tuple(self.along[k] for k in kept),
         )
 
     def permuted(self, permutation: tuple[int, ...]) -> View:
