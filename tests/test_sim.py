@@ -576,6 +576,23 @@ def test_a_constant_index_of_a_tail_tile_compiles_and_reads_zeros_past_the_end()
     assert "index 2 is out of range for dimension 0 of the tiles of 'x' (extent 2)" in error.message
 
 
+FIRST_TILE = """__co__ f32 [64] first(f32 [M] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    dma.copy x.subspan(64) => out;
+  }
+  return out;
+}"""
+
+
+def test_the_first_tile_of_shorter_data_is_a_tail_tile_on_both_backends() -> None:
+    """`x.subspan(64)` without `.at` is tile 0, a tail tile where M < 64: zeros after the M elements."""
+    x = np.arange(1, 41, dtype=np.float32)
+    np.testing.assert_array_equal(_run(FIRST_TILE, x), np.pad(x, (0, 24)))
+    cuda = emit_program(analyze(FIRST_TILE, target="cuda"))
+    assert "choreo::region(x, {min(64, max(M, 0))}, {1})" in cuda
+
+
 TAIL_STACK = """__co__ s32 [T, 8, 4] stacked(s32 [R, C] x) {
   s32 [T, 8, 4] out;
   parallel {i, j} by [cdiv(R, 8), cdiv(C, 4)] : block {

@@ -336,7 +336,7 @@ class TilingView:
         """The tile without `.at`: the first, or for a modspan what the whole tiles leave."""
         if self.tail:  # what the whole tiles leave lies inside the data
             return self.view.shifted(self.tail, self.steps, self.extents)
-        return replace(self.view, dims=self.extents)
+        return self.at((cexpr.ZERO,) * len(self.extents), (None,) * len(self.extents))
 
 
 @dataclass(frozen=True)
