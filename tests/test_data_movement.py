@@ -410,3 +410,34 @@ def test_a_chunkat_by_a_cdiv_bound_cuts_tiles_of_its_divisor() -> None:
     }
     assert shapes == {"x": (64, 32), "y": ("M / ((N + 64 - 1) / 64)", 32), "z": (64, "K")}
     assert set(info.ceil_chunks.values()) == {(64, 32), (None, 32), (64, None)}
+
+
+WHOLE_OR_TAIL_TILES = """\
+__co__ f32 [2, 32, 64] tiles(f32 [64, 64] x, f32 [R, 64] y) {
+  f32 [2, 32, 64] out;
+  parallel p by 1 : block {
+    foreach k in [2] {
+      shared f32 [32, 64] a;
+      dma.copy x.subspan(32, 64).at(k, 0) => a;
+      dma.copy a => out.at(k);
+      dma.copy x.subspan(32, 64).at(k #- 1, 0) => a;
+      dma.copy y.subspan(32, 64).at(k, 0) => a;
+    }
+  }
+  return out;
+}
+"""
+
+
+def test_only_a_tile_that_may_reach_past_the_end_is_cut_to_what_exists_on_cuda() -> None:
+    """Tile k of a [64, 64] array in tiles of 32 with #k = 2 lies inside it: a plain copy. With a bound
+    changed by `#-` (the value still counts to 1) or rows from an argument, it may be a tail tile: the
+    copy reads the corner inside the array and zeros the rest."""
+    text = emit_program(analyze(WHOLE_OR_TAIL_TILES, target="cuda"))
+    assert text.count("choreo::copy_padded<false>(") == 2
+    assert "{min(32, max(R - k * 32, 0)), 64}" in text
+    assert "choreo::copy(choreo::tile(a, 32, 64, 64), choreo::tile(x + k * 32 * 64, 32, 64, 64)" in text
+    y = np.arange(40 * 64, dtype=np.float32).reshape(40, 64)
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    out = ck.compile(WHOLE_OR_TAIL_TILES, target="sim").tiles(x, y)
+    np.testing.assert_array_equal(out, x.reshape(2, 32, 64))

@@ -107,3 +107,40 @@ def test_a_copy_whose_shapes_differ_when_it_runs_raises_and_writes_nothing_past_
     module.store_rows(src, out, 4)  # and the GPU is usable after the error
     np.testing.assert_array_equal(out.get()[:4], src)
     assert (out.get()[4:] == -1).all()
+
+
+TAIL_ROUND_TRIP = """
+__co__ s32 [{tiles}, 8, 4] round_trip(s32 [R, C] x, global s32 [2, R, C] y) {{
+  s32 [{tiles}, 8, 4] out;
+  parallel {{i, j}} by [cdiv(R, 8) + 1, cdiv(C, 4)] : block {{
+    shared s32 [8, 4] tile;
+    into = y.at(0);
+    dma.copy x.subspan(8, 4).at(i, j) => tile;
+    dma.copy tile => out.at(i * cdiv(C, 4) + j);
+    dma.copy tile => into.subspan(8, 4).at(i, j);
+  }}
+  return out;
+}}
+"""
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(70, 40), (5, 3), (8, 4), (17, 1), (1, 9), (16, 13)])
+def test_tail_tiles_read_zeros_and_write_only_what_exists_as_on_the_sim(rows: int, cols: int) -> None:
+    """Tiles of 8 x 4 of an R x C array, short in the rows, the columns, both or neither, and a row of
+    tiles wholly past the end: each comes out whole with zeros past the array, and the copy back into
+    the first of two heads of y writes that head only (the second keeps its values), on CUDA as on the
+    sim and as NumPy says."""
+    tall, wide = -(-rows // 8), -(-cols // 4)
+    source = TAIL_ROUND_TRIP.format(tiles=(tall + 1) * wide)
+    rng = np.random.default_rng(rows * 100 + cols)
+    x = rng.integers(1, 100, (rows, cols)).astype(np.int32)
+    y = rng.integers(-100, -1, (2, rows, cols)).astype(np.int32)
+    padded = np.pad(x, ((0, (tall + 1) * 8 - rows), (0, wide * 4 - cols)))
+    expected = padded.reshape(tall + 1, 8, wide, 4).transpose(0, 2, 1, 3).reshape(-1, 8, 4)
+    results = {}
+    for target in ("sim", "cuda"):
+        written = y.copy()
+        results[target] = host(ck.compile(source, target=target).round_trip(x, written)), written
+    for target, (tiles, written) in results.items():
+        np.testing.assert_array_equal(tiles, expected, err_msg=target)
+        np.testing.assert_array_equal(written, np.stack([x, y[1]]), err_msg=target)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from programs import GUARDED_TRIGGER
 
 import choreo_kernel as ck
+from choreo_kernel.compiler.cuda.emit import emit_program
 from choreo_kernel.compiler.driver import analyze
 from choreo_kernel.compiler.semantics import sparsity
 from choreo_kernel.runtime.sim import SimBackend
@@ -541,10 +542,113 @@ DMA_OF_A_TAIL = """__co__ f32 [M] tails(f32 [M] x) {
 }"""
 
 
-def test_only_tma_copies_and_masked_stores_take_a_tail_tile() -> None:
-    """A tile past the end of the array is a located range error for a dma copy, and fine for TMA."""
-    diagnostic = _one_error(DMA_OF_A_TAIL, np.zeros(100, np.float32))
-    assert diagnostic.line == 5
-    assert "the tile index is 1, outside 0..0" in diagnostic.message and "TMA" in diagnostic.message
+def test_every_copy_takes_a_tail_tile_as_tma_does() -> None:
+    """A plain dma.copy of a tail tile reads zeros past the end and writes only what exists, as TMA does."""
     x = np.arange(100, dtype=np.float32)
-    np.testing.assert_array_equal(_run(DMA_OF_A_TAIL.replace("dma.copy", "tma.copy"), x), x)
+    for copy in ("dma.copy", "tma.copy"):
+        np.testing.assert_array_equal(_run(DMA_OF_A_TAIL.replace("dma.copy", copy), x), x)
+    padded = DMA_OF_A_TAIL.replace("f32 [M] out;", "f32 [cdiv(M, 64), 64] out;").replace(
+        "out.subspan(64).at(b)", "out.at(b)"
+    )
+    out = _run(padded.replace("__co__ f32 [M]", "__co__ f32 [cdiv(M, 64), 64]"), x)
+    np.testing.assert_array_equal(out.reshape(-1), np.pad(x, (0, 28)))
+
+
+CONSTANT_TAIL = """__co__ f32 [64] last(f32 [100] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    dma.copy x.subspan(64).at(1) => out;
+  }
+  return out;
+}"""
+
+
+def test_a_constant_index_of_a_tail_tile_compiles_and_reads_zeros_past_the_end() -> None:
+    """As Croqtile, a constant index counts the tiles that start inside the data: tile 1 of 64 of 100
+    elements is a tail tile; tile 2 would start past the end, an error when compiling."""
+    x = np.arange(100, dtype=np.float32)
+    np.testing.assert_array_equal(_run(CONSTANT_TAIL, x), np.pad(x[64:], (0, 28)))
+    cuda = emit_program(analyze(CONSTANT_TAIL, target="cuda"))  # the 36 elements that exist, zeros after
+    assert (
+        "choreo::copy_padded<false>(choreo::region(out, {64}, {1}), choreo::region(x + 64, {36}, {1})" in cuda
+    )
+    (error,) = ck.check(CONSTANT_TAIL.replace(".at(1)", ".at(2)"))
+    assert "index 2 is out of range for dimension 0 of the tiles of 'x' (extent 2)" in error.message
+
+
+FIRST_TILE = """__co__ f32 [64] first(f32 [M] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    dma.copy x.subspan(64) => out;
+  }
+  return out;
+}"""
+
+
+def test_the_first_tile_of_shorter_data_is_a_tail_tile_on_both_backends() -> None:
+    """`x.subspan(64)` without `.at` is tile 0, a tail tile where M < 64: zeros after the M elements."""
+    x = np.arange(1, 41, dtype=np.float32)
+    np.testing.assert_array_equal(_run(FIRST_TILE, x), np.pad(x, (0, 24)))
+    cuda = emit_program(analyze(FIRST_TILE, target="cuda"))
+    assert "choreo::region(x, {min(64, max(M, 0))}, {1})" in cuda
+
+
+TAIL_STACK = """__co__ s32 [T, 8, 4] stacked(s32 [R, C] x) {
+  s32 [T, 8, 4] out;
+  parallel {i, j} by [cdiv(R, 8), cdiv(C, 4)] : block {
+    shared s32 [8, 4] tile;
+    dma.copy x.subspan(8, 4).at(i, j) => tile;
+    dma.copy tile => out.at(i * cdiv(C, 4) + j);
+  }
+  return out;
+}"""
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.integers(1, 30), cols=st.integers(1, 14))
+def test_tail_tiles_of_any_shape_read_as_the_array_padded_with_zeros(rows: int, cols: int) -> None:
+    """For any extents, short in the rows, the columns, both or neither, the tiles of 8 x 4 come out as
+    those of the array padded with zeros to whole tiles."""
+    x = np.arange(1, rows * cols + 1, dtype=np.int32).reshape(rows, cols)
+    tall, wide = -(-rows // 8), -(-cols // 4)
+    out = _run(TAIL_STACK.replace("[T, 8, 4]", f"[{tall * wide}, 8, 4]"), x)
+    padded = np.pad(x, ((0, tall * 8 - rows), (0, wide * 4 - cols)))
+    np.testing.assert_array_equal(
+        out, padded.reshape(tall, 8, wide, 4).transpose(0, 2, 1, 3).reshape(-1, 8, 4)
+    )
+
+
+TAIL_OF_A_WINDOW = """__co__ f32 [64] tails(f32 [M] x) {
+  f32 [64] out;
+  parallel b by 1 : block {
+    shared f32 [64] tile;
+    dma.copy x.view(M - 20).from(0).subspan(64).at(1) => tile;
+    dma.copy tile => out;
+  }
+  return out;
+}"""
+
+
+def test_a_tile_past_a_view_that_stops_inside_the_array_is_a_range_error() -> None:
+    """Only a dimension that ends where the array does has tail tiles: past the end of a window that
+    stops short of it, a tile would be the array's next elements, not zeros, so it stays a range error."""
+    diagnostic = _one_error(TAIL_OF_A_WINDOW, np.zeros(100, np.float32))
+    assert diagnostic.line == 5 and "the tile index is 1, outside 0..0" in diagnostic.message
+    x = np.arange(100, dtype=np.float32)
+    whole = TAIL_OF_A_WINDOW.replace("view(M - 20)", "view(M)")
+    np.testing.assert_array_equal(_run(whole, x), np.pad(x[64:], (0, 28)))
+
+
+TAIL_ELEMENT = """__co__ f32 [64] tails(f32 [M] x) {
+  f32 [64] out;
+  parallel t by 64 {
+    out.at(t) = x.subspan(64).at(1).at(t);
+  }
+  return out;
+}"""
+
+
+def test_an_element_of_a_tail_tile_is_a_range_error() -> None:
+    """Copies and accumulator stores take a tail tile; reading one of its elements is the range error."""
+    diagnostic = _one_error(TAIL_ELEMENT, np.zeros(100, np.float32))
+    assert "the tile index is 1, outside 0..0" in diagnostic.message and "only copies" in diagnostic.message

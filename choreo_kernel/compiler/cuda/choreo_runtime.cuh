@@ -789,7 +789,8 @@ __device__ inline void copy_padded(Tile<D> destination, Region<S, 2> source, Ind
                                    typename Same<D>::type fill, int rank, int threads) {
   static_assert(sizeof(D) == sizeof(S), "a copy keeps the element type");
   const int top = low.values[0], left = low.values[1];
-  for (int index = rank; index < count(destination); index += threads) {
+  const bool whole = top == 0 && left == 0 && source.dims[0] == destination.rows && source.dims[1] == destination.cols;
+  for (int index = rank; !whole && index < count(destination); index += threads) {
     const int row = index / destination.cols, column = index % destination.cols;
     const bool inside = top <= row && row < top + source.dims[0] && left <= column && column < left + source.dims[1];
     if (!inside) item(destination, index) = fill;

@@ -9,9 +9,16 @@ strided view, a tile strided in three or more dimensions); both sides are walked
 row-major order. `.async` global-to-shared copies use cp.async (a padded copy for its source,
 its fill at once) and commit one batch per copy, which the future records; other async
 copies (no cp.async form) complete at once, which an async copy is allowed to do.
+
+Either side may be a tile that reaches past the end of its array (a tail tile, `View.inside`), as
+Croqtile's predicated copies take it: only the corner inside the array is read, the rest of the
+destination becomes zero (a padded copy's fill, for `dma.pad`), and only the corner inside the
+destination's array is written.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from choreo_kernel.compiler import ast
 from choreo_kernel.compiler.cuda import cexpr
@@ -119,6 +126,41 @@ def copy_call(function: str, source: View, destination: View, group: Group, node
     return (
         f"choreo::{function}({region(destination, node)}, {region(source, node)}, "
         f"{group.rank.text}, {group.threads.text});"
+    )
+
+
+def tail_call(
+    source: View, destination: View, fill: CExpr, group: Group, node: ast.Node, cp_async: bool
+) -> str | None:
+    """A copy of which a side may reach past the end of its array: the destination cut to its corner inside
+    its array, the source to that corner and to its own elements inside its array, the rest of the (cut)
+    destination `fill` (zero). None where both sides fit."""
+    reads_tail, writes_tail = source.inside() is not None, destination.inside() is not None
+    if not reads_tail and not writes_tail:
+        return None
+    source, destination = _alike(source, destination, node)
+    destination = destination.within_array()
+    source = replace(source, dims=destination.dims)
+    if not reads_tail:
+        return copy_call("copy_async" if cp_async else "copy", source, destination, group, node)
+    source = source.within_array()
+    low = (cexpr.ZERO,) * len(destination.dims)
+    return padded_call(source, destination, low, fill, group, node, cp_async)
+
+
+def _alike(source: View, destination: View, node: ast.Node) -> tuple[View, View]:
+    """The two sides of one shape for a copy with a tail tile: the side that fits, compact, takes the tail
+    tile's shape (which keeps where the tile lies in its array)."""
+    if [d.text for d in source.dims] == [d.text for d in destination.dims]:
+        return source, destination
+    if destination.inside() is None and destination.is_compact and destination.panels is None:
+        return source, destination.reshaped(source.dims)
+    if source.inside() is None and source.is_compact and source.panels is None:
+        return source.reshaped(destination.dims), destination
+    raise LoweringError(
+        "this copy has a tile that may reach past the end of its array; the other side must have the tile's "
+        "shape, or be a contiguous buffer of as many elements",
+        node,
     )
 
 

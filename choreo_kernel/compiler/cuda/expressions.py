@@ -134,10 +134,13 @@ class Expressions(DeviceCallExpressions):
 
     def integers(self, args: Sequence[ast.Expr]) -> tuple[CExpr, ...]:
         """An index, offset or extent list, tuples spliced in."""
+        return tuple(entry.expr for entry in self._operands(args))
+
+    def _operands(self, args: Sequence[ast.Expr]) -> tuple[Operand, ...]:
         entries = self.indices(args)
         if any(entry is None for entry in entries):
             raise LoweringError("'_' keeps a whole dimension only in chunkat", args[0])
-        return tuple(entry.expr for entry in entries if entry is not None)
+        return tuple(entry for entry in entries if entry is not None)
 
     def counts(self, count: ast.Expr) -> tuple[CExpr, ...]:
         """The counts of a `parallel`/`foreach`/`with`: `[a, b]`, a shape, or one integer."""
@@ -380,7 +383,11 @@ class Expressions(DeviceCallExpressions):
             if name == "step":
                 return TilingView(base.view, base.extents, self.integers(args), base.tail)
             if name == "at":
-                return base.at(self.integers(args))
+                indices = self._operands(args)
+                bounds = tuple(
+                    index.bound if self._below_its_bound(arg) else None for arg, index in zip(args, indices)
+                )
+                return base.at(tuple(i.expr for i in indices), bounds if len(indices) == len(args) else ())
             base = base.tile()
         if isinstance(base, WindowView) and name == "from":
             return base.at(self.integers(args))
@@ -412,6 +419,12 @@ class Expressions(DeviceCallExpressions):
         if name == "sqz":
             return view.squeezed()
         raise LoweringError(f"'.{name}' has no CUDA lowering", expr)
+
+    def _below_its_bound(self, arg: ast.Expr) -> bool:
+        """A parallel, foreach or with variable itself, whose value is below its bound (arithmetic on one
+        keeps the bound, not the range: `#(k + 1)` is `#k`)."""
+        symbol = self.info.symbol_of.get(id(arg)) if isinstance(arg, ast.Name) else None
+        return symbol is not None and symbol.origin in ("parallel", "foreach", "with")
 
     def _extents(self, view: View, args: tuple[ast.Expr, ...]) -> tuple[CExpr, ...]:
         """Extents of a tile or window, tuples spliced in; `_` keeps the view's dimension whole."""
@@ -454,7 +467,8 @@ class Expressions(DeviceCallExpressions):
             extents.append(
                 cexpr.const(tile) if tile is not None else cexpr.binary("/", dim, _bound(index, args[0]))
             )
-        return view.shifted(tuple(indices), tuple(extents), tuple(extents))
+        cut = view.shifted(tuple(indices), tuple(extents), tuple(extents))
+        return replace(cut, tiled=True) if tiles is not None else cut
 
     def _at(self, view: View, args: tuple[ast.Expr, ...]) -> Lowered:
         indices = self.integers(args)

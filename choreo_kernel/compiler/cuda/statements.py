@@ -564,12 +564,23 @@ class KernelEmitter(ControlStatements, BoundVariables):
         # instance's threads share the copy
         group = THREAD_GROUP if destination.storage == Storage.LOCAL else self._group(stmt)
         cp_async = copies.uses_cp_async(source, destination, operation.is_async)
+        fill = self._fill_value(transfer, source)
         if low:
-            fill = self._fill_value(transfer, source)
-            self.out.line(copies.padded_call(source, destination, low, fill, group, stmt, cp_async))
+            if source.inside() is not None:
+                self.out.line(
+                    "// the tile may reach past the end of its array: the fill stands for what is not there"
+                )
+            self.out.line(
+                copies.padded_call(source.within_array(), destination, low, fill, group, stmt, cp_async)
+            )
         else:
-            function = "copy_async" if cp_async else "copy"
-            call = copies.copy_call(function, source, destination, group, stmt)
+            call = copies.tail_call(source, destination, fill, group, stmt, cp_async)
+            if call is not None:
+                self.out.line("// a tile may reach past the end of its array: only the part inside it moves")
+            else:
+                call = copies.copy_call(
+                    "copy_async" if cp_async else "copy", source, destination, group, stmt
+                )
             mismatch = copies.count_mismatch(source, destination)
             if mismatch is None:
                 self.out.line(call)

@@ -116,6 +116,9 @@ class View:
     axes: tuple[int, ...] = ()  # the buffer dimension of each of this view's dimensions
     panels: Panels | None = None  # rows wider than the swizzle: the buffer lies in panels
     bounds: tuple[CExpr, ...] = ()  # the buffer's extents, where `origin` is measured
+    tiled: bool = (
+        False  # cut by `subspan(...).at(...)` or a `cdiv` chunkat: it may reach past the array's end
+    )
 
     @property
     def start(self) -> CExpr:
@@ -144,8 +147,9 @@ class View:
 
     def inside(self) -> tuple[CExpr, ...] | None:
         """How many elements of each dimension lie inside the buffer, for a tile that may reach past its
-        end (a tail tile of a `cdiv` tiling); None where every dimension is known to fit."""
-        if self.origin is None or not self.bounds or len(self.axes) != len(self.dims):
+        end (a tail tile of a `cdiv` tiling); None where every dimension is known to fit, or where the
+        view is no tile (a window never reaches past the data it is a window of)."""
+        if not self.tiled or self.origin is None or not self.bounds or len(self.axes) != len(self.dims):
             return None
         left = tuple(
             cexpr.binary("-", self.bounds[axis], self.origin[axis])
@@ -154,10 +158,27 @@ class View:
             for axis in self.axes
         )
         fits = all(
-            room.value is not None and extent.value is not None and room.value >= extent.value
+            room.text == extent.text
+            or (room.value is not None and extent.value is not None and room.value >= extent.value)
             for room, extent in zip(left, self.dims)
         )
         return None if fits else left
+
+    def within_array(self) -> View:
+        """The corner of a tile that lies inside its array: per dimension `min(extent, max(room, 0))` of the
+        elements `inside` says are there (none of a tile wholly past the end); the tile itself where it fits."""
+        inside = self.inside()
+        if inside is None:
+            return self
+        dims = tuple(
+            extent
+            if room.text == extent.text
+            else cexpr.const(min(extent.value, max(room.value, 0)))
+            if room.value is not None and extent.value is not None
+            else cexpr.call("min", extent, cexpr.call("max", room, cexpr.ZERO))
+            for extent, room in zip(self.dims, inside)
+        )
+        return replace(self, dims=dims)
 
     def shifted(self, indices: tuple[CExpr, ...], steps: tuple[CExpr, ...], dims: tuple[CExpr, ...]) -> View:
         """The view whose origin moves by `indices[k] * steps[k]` along each dimension, with new extents."""
@@ -232,13 +253,13 @@ class View:
         )
 
     def permuted(self, permutation: tuple[int, ...]) -> View:
-        """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp)."""
+        """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp); it
+        keeps where it lies in its buffer (`axes` permuted alike), so a transposed tail tile stays one."""
         return replace(
             self,
             dims=tuple(self.dims[p] for p in permutation),
             strides=tuple(self.strides[p] for p in permutation),
-            origin=None,
-            axes=(),
+            axes=tuple(self.axes[p] for p in permutation) if len(self.axes) == len(self.dims) else (),
         )
 
 
@@ -291,12 +312,31 @@ class TilingView:
     steps: tuple[CExpr, ...]
     tail: tuple[CExpr, ...] = ()  # `.modspan(...)`: the tile index where the whole tiles end
 
-    def at(self, indices: tuple[CExpr, ...]) -> View:
-        return self.view.shifted(indices, self.steps, self.extents)
+    def at(self, indices: tuple[CExpr, ...], bounds: tuple[CExpr | None, ...] = ()) -> View:
+        """Tile `indices`; one that may reach past the end of the data (`tiled`) unless each index, or its
+        bound (`#i` of a bounded variable), keeps it among the whole tiles."""
+        tile = self.view.shifted(indices, self.steps, self.extents)
+        return replace(tile, tiled=not self._among_whole_tiles(indices, bounds))
+
+    def _among_whole_tiles(self, indices: tuple[CExpr, ...], bounds: tuple[CExpr | None, ...]) -> bool:
+        if len(bounds) != len(self.extents):
+            return False
+        for index, bound, dim, extent, step in zip(indices, bounds, self.view.dims, self.extents, self.steps):
+            if dim.value is None or extent.value is None or not step.value:
+                return False
+            whole = (dim.value - extent.value) // step.value + 1
+            if index.value is not None:
+                if not 0 <= index.value < whole:
+                    return False
+            elif bound is None or bound.value is None or bound.value > whole:
+                return False
+        return True
 
     def tile(self) -> View:
         """The tile without `.at`: the first, or for a modspan what the whole tiles leave."""
-        return self.at(self.tail) if self.tail else replace(self.view, dims=self.extents)
+        if self.tail:  # what the whole tiles leave lies inside the data
+            return self.view.shifted(self.tail, self.steps, self.extents)
+        return self.at((cexpr.ZERO,) * len(self.extents), (None,) * len(self.extents))
 
 
 @dataclass(frozen=True)

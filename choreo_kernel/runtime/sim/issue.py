@@ -125,12 +125,12 @@ class Issuer:
 
             def perform() -> None:
                 destination.write(fill)
-                copy(source, destination.corner(low, source.shape))
+                copy(source, destination.corner(low, source.shape, source.edge))
 
         else:
 
             def perform() -> None:
-                copy(source, destination, operation.family == "tma")
+                copy(source, destination)
 
         result = Operation(stmt, perform, after, destination, group.groups, unit)
         if operation.is_async:

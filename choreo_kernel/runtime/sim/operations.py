@@ -105,10 +105,10 @@ def placeholder(statement: ast.OperationStmt) -> Operation:
     return operation
 
 
-def copy(source: View, destination: View, tma: bool = False) -> None:
-    """Copy every instance's source tile to its destination tile (element counts must agree). A TMA
-    copy also takes a tail tile of a global array: it reads zeros past the end, and writes nothing there."""
-    data = source.read_filled() if tma else source.read()
+def copy(source: View, destination: View) -> None:
+    """Copy every instance's source tile to its destination tile (element counts must agree). Either may be
+    a tail tile (views.py), as on CUDA: a read gives zeros past the end, a write stores only what exists."""
+    data = source.read_filled()
     if data.size // (data.shape[0] if source.varying else 1) != int(np.prod(destination.shape)):
         raise SimError(
             f"a copy of shape {list(source.shape)} does not fit a destination of shape {list(destination.shape)}"
@@ -119,10 +119,10 @@ def copy(source: View, destination: View, tma: bool = False) -> None:
             data = data[-1]  # several instances copy into one tile: the last one wins, as in a race
     else:
         data = data.reshape(destination.shape)
-    if tma:
-        destination.write_clipped(data)
-    else:
+    if destination.edge is None:
         destination.write(data)
+    else:
+        destination.write_clipped(data)
 
 
 @dataclass

@@ -10,18 +10,19 @@ tile in one NumPy call. Indices are checked against the view they index, so read
 tile is an error even where the base buffer would have room; a view never reaches outside
 its base buffer.
 
-The one exception is a tail tile (language.md 5.1): a `subspan(...).at(...)` tile of a whole array
-that starts in it but reaches past its end (the last tile of a `cdiv` tiling), or lies past it. Such a
-view keeps, per dimension, how many of its elements are in the array (`edge`); only a TMA copy reads
-it (the rest are zero, as TMA's out-of-bounds fill) or writes it (the rest are dropped, as TMA's
-clipped stores), and `mma.store.mask` writes it; anything else is the range error that the index
-would have been.
+The one exception is a tail tile (language.md 5.1): a `subspan(...).at(...)` tile (or a `chunkat` by a
+`cdiv` bound) that starts inside the data it tiles but reaches past its end (the last tile of a `cdiv`
+tiling), or lies wholly past it, along a dimension where that data ends where its array does. Such a
+view keeps, per dimension, how many of its elements are in the array (`edge`). Every copy takes it, as
+Croqtile's predicated copies and TMA do: a read gives zeros past the end, a write (a copy into it,
+`mma.store`, `mma.store.mask`) stores only the elements that exist; a padded copy leaves its fill
+there. Anything else is the range error that the index would have been.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,8 @@ class View:
     strides: tuple[int, ...]  # in elements
     edge: tuple[Any, ...] | None = None  # a tail tile: the elements of each dimension inside the array
     edge_error: str = ""  # what its index would have been reported as, had it not been a tail
+    box: bool = True  # each dimension runs along an axis of the base (not after a reshape, a strided window)
+    axes: tuple[int, ...] | None = None  # the base axis of each dimension; None: the trailing ones
 
     @classmethod
     def whole(cls, base: np.ndarray) -> View:
@@ -73,6 +76,13 @@ class View:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.dims
+
+    @property
+    def along(self) -> tuple[int, ...]:
+        """The base axis each dimension runs along (of a box)."""
+        if self.axes is not None:
+            return self.axes
+        return tuple(range(self.base.ndim - len(self.dims), self.base.ndim))
 
     @property
     def varying(self) -> bool:
@@ -89,15 +99,18 @@ class View:
         return offset
 
     def _whole(self) -> None:
-        """Refuse a tail tile where only TMA copies and accumulator stores may take one."""
+        """Refuse a tail tile where only copies and accumulator stores take one."""
         if self.edge is not None:
             raise SimError(
-                f"{self.edge_error}: only TMA copies and 'mma.store' take a tile that reaches past the end "
+                f"{self.edge_error}: only copies and 'mma.store' take a tile that reaches past the end "
                 "of the array"
             )
 
     def _rank_check(self, count: int, method: str) -> None:
         self._whole()
+        self._rank_is(count, method)
+
+    def _rank_is(self, count: int, method: str) -> None:
         if count != len(self.dims):
             raise SimError(
                 f"'.{method}' takes {len(self.dims)} index(es) for data of shape {list(self.dims)}"
@@ -107,7 +120,9 @@ class View:
         """Tile `indices` of the tiling that splits each dimension by its index's bound (None: keep whole);
         where `tiles` gives t (the bound is cdiv(dimension, t)), of the tiles of t, as `subspan(t).at(i)`:
         the last one is a tail tile when t does not divide the dimension."""
-        self._rank_check(len(indices), "chunkat")
+        if tiles is None or all(tile is None for tile in tiles):
+            self._whole()
+        self._rank_is(len(indices), "chunkat")
         dims, moves, steps = list(self.dims), [], []
         for axis, index in enumerate(indices):
             if index is None:
@@ -120,32 +135,47 @@ class View:
         if tiles is not None:
             return self.tile(dims, dims, moves)
         steps = [dim * stride for dim, stride in zip(dims, self.strides)]
-        return View(self.base, self._moved(moves, steps), tuple(dims), self.strides)
+        return replace(self, offset=self._moved(moves, steps), dims=tuple(dims))
 
     def tile(self, extents: list[int], steps: list[int], indices: list[Any]) -> View:
-        """`subspan(extents).step(steps).at(indices)`: the tile starting at `index * step`."""
-        self._rank_check(len(indices), "at")
+        """`subspan(extents).step(steps).at(indices)`: the tile starting at `index * step`; past the whole
+        tiles, along a dimension that ends where the array does, a tail tile (or one wholly past the end)."""
+        self._rank_is(len(indices), "at")
         error = ""
-        tails = self._is_array()
-        for size, extent, step, index in zip(self.dims, extents, steps, indices):
+        for size, extent, step, index, ends in zip(self.dims, extents, steps, indices, self._ends()):
             limit = (size - extent) // step + 1
-            if not (tails and _beyond(index, limit)):
+            if not (ends and _beyond(index, limit)):
                 check_range(index, limit, "the tile index")
             elif not error:
                 error = range_message(index, limit, "the tile index")
         moves = [step * stride for step, stride in zip(steps, self.strides)]
         offset = self._moved(indices, moves)
-        if not error:
-            return View(self.base, offset, tuple(extents), self.strides)
+        inside = self.edge or self.dims
         edge = tuple(
-            np.clip(size - np.asarray(index) * step, 0, extent)
-            for size, extent, step, index in zip(self.dims, extents, steps, indices)
+            np.clip(np.asarray(room) - np.asarray(index) * step, 0, extent)
+            for room, extent, step, index in zip(inside, extents, steps, indices)
         )
-        return View(self.base, offset, tuple(extents), self.strides, edge, error)
+        if all(bool(np.all(room == extent)) for room, extent in zip(edge, extents)):
+            return replace(self, offset=offset, dims=tuple(extents), edge=None, edge_error="")
+        return replace(
+            self, offset=offset, dims=tuple(extents), edge=edge, edge_error=error or self.edge_error
+        )
 
-    def _is_array(self) -> bool:
-        """The whole of its base array, whose edges are a TMA tensor map's."""
-        return not self.varying and self.offset == 0 and self.dims == self.base.shape and self.edge is None
+    def _ends(self) -> tuple[bool, ...]:
+        """Per dimension, whether the view ends where its array does along that axis (for every thread), so
+        that what lies past its end lies past the array's: there a tile may reach past it. A reshape or a
+        strided window runs along no axis of the base."""
+        if not self.box:
+            return (False,) * len(self.dims)
+        shape = self.base.shape
+        base_strides = compact_strides(tuple(shape))
+        inside = self.edge or self.dims
+        ends = []
+        for dim, axis, room in zip(self.dims, self.along, inside):
+            start = (np.asarray(self.offset) // base_strides[axis]) % shape[axis]
+            cut = np.asarray(room) < dim  # a tail tile already stops at the array's end there
+            ends.append(bool(np.all(cut | (start + np.asarray(room) >= shape[axis]))))
+        return tuple(ends)
 
     def _mask(self, limits: tuple[Any, ...]) -> np.ndarray:
         """Which elements of the tile lie below `limits` per dimension (ints, or one per thread)."""
@@ -161,7 +191,7 @@ class View:
         return mask
 
     def read_filled(self) -> np.ndarray:
-        """A TMA load's tile: the elements past the array's end are zero."""
+        """The tile as a copy reads it: of a tail tile, zeros past the array's end (as TMA fills them)."""
         if self.edge is None:
             return self.read()
         mask = self._mask(self.edge)
@@ -171,7 +201,7 @@ class View:
         return np.where(mask, values, np.zeros((), dtype=self.base.dtype)).astype(self.base.dtype)
 
     def write_clipped(self, values: Any, limits: tuple[Any, ...] | None = None) -> None:
-        """A TMA store's, or a masked store's, tile: only the elements inside the array (and below
+        """A write into a tail tile, or a masked store: only the elements inside the array (and below
         `limits`, the rows and columns of `mma.store.mask`, the columns left out where there is one) are
         written, as on CUDA."""
         bounds = list(self.edge or self.dims)
@@ -187,6 +217,7 @@ class View:
         """`view(extents).from(offsets)`; with `strides` (`view(a, b : sa, sb)`), the window of any rank
         whose element (i, j) is `(o0 + i) * sa + (o1 + j) * sb` elements after this view's first one."""
         self._whole()
+        box = strides is None and self.box  # a window of strides of its own is no box of the array
         if len(offsets) != len(extents):
             raise SimError(f"'.from' takes {len(extents)} offset(s), got {len(offsets)}")
         if strides is None:
@@ -194,7 +225,10 @@ class View:
             for size, extent, offset in zip(self.dims, extents, offsets):
                 check_range(offset, size - extent + 1, "the window offset")
             strides = list(self.strides)
-        view = View(self.base, self._moved(offsets, strides), tuple(extents), tuple(strides))
+        offset = self._moved(offsets, strides)
+        view = View(
+            self.base, offset, tuple(extents), tuple(strides), box=box, axes=self.along if box else None
+        )
         view.check_reach()
         return view
 
@@ -211,7 +245,9 @@ class View:
         count = len(indices)
         if count == len(self.dims):
             return Element(self.flat, offset)
-        return View(self.base, offset, self.dims[count:], self.strides[count:])
+        return replace(
+            self, offset=offset, dims=self.dims[count:], strides=self.strides[count:], axes=self.along[count:]
+        )
 
     def reshape(self, dims: tuple[int, ...]) -> View:
         """`span_as(dims)`: the elements stored one after another from the first one, in another shape
@@ -220,7 +256,7 @@ class View:
             raise SimError(
                 f"span_as({list(dims)}) does not hold the {math.prod(self.dims)} elements of the data"
             )
-        view = View(self.base, self.offset, dims, compact_strides(dims))
+        view = View(self.base, self.offset, dims, compact_strides(dims), box=False)
         view.check_reach()
         return view
 
@@ -233,32 +269,34 @@ class View:
                 [np.asarray(self.edge[k]) for k in range(len(self.dims)) if k not in kept], axis=0
             )
             edge = tuple(np.asarray(self.edge[k]) * inside for k in kept)
-        return View(
-            self.base,
-            self.offset,
-            tuple(self.dims[k] for k in kept),
-            tuple(self.strides[k] for k in kept),
-            edge,
-            self.edge_error,
+        return replace(
+            self,
+            dims=tuple(self.dims[k] for k in kept),
+            strides=tuple(self.strides[k] for k in kept),
+            edge=edge,
+            axes=tuple(self.along[k] for k in kept),
         )
 
     def permuted(self, permutation: tuple[int, ...]) -> View:
-        """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp)."""
-        self._whole()
-        return View(
-            self.base,
-            self.offset,
-            tuple(self.dims[p] for p in permutation),
-            tuple(self.strides[p] for p in permutation),
+        """The same elements with dimension k being this view's dimension `permutation[k]` (dma.transp);
+        a tail tile keeps its edges, permuted alike."""
+        edge = None if self.edge is None else tuple(self.edge[p] for p in permutation)
+        return replace(
+            self,
+            dims=tuple(self.dims[p] for p in permutation),
+            strides=tuple(self.strides[p] for p in permutation),
+            edge=edge,
+            box=False,
         )
 
-    def corner(self, low: list[int], dims: tuple[int, ...]) -> View:
-        """The sub-view of extents `dims` starting at `low` (where dma.pad places its source)."""
+    def corner(self, low: list[int], dims: tuple[int, ...], edge: tuple[Any, ...] | None = None) -> View:
+        """The sub-view of extents `dims` starting at `low` (where dma.pad places its source); `edge`: of a
+        tail source, the part of the corner that its elements inside the array fill."""
         self._whole()
         for size, start, extent in zip(self.dims, low, dims):
             if not 0 <= start <= size - extent:
                 raise SimError(f"a padded copy of shape {list(dims)} does not fit {list(self.dims)} at {low}")
-        return View(self.base, self._moved(low, list(self.strides)), dims, self.strides)
+        return replace(self, offset=self._moved(low, list(self.strides)), dims=dims, edge=edge)
 
     def check_reach(self) -> None:
         """The view's elements lie inside its base buffer (a strided view or a reshape could leave it)."""
@@ -326,7 +364,7 @@ class View:
             edge = tuple(
                 _regrouped(np.broadcast_to(limit, self.offset.shape), old, new, count) for limit in self.edge
             )
-        return View(self.base, table[new], self.dims, self.strides, edge, self.edge_error)
+        return replace(self, offset=table[new], edge=edge)
 
 
 @dataclass(frozen=True)

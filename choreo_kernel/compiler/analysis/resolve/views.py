@@ -239,7 +239,9 @@ class ViewRules(TupleRules):
             for position, (item, extent, step, dim) in enumerate(
                 zip(items, base.extents, base.steps, base.base.dims)
             ):
-                tiles = fold("+", fold("/", fold("-", dim, extent), step), 1)
+                # a subspan's last tile may be a tail tile (views.md): the tiles that start inside the data
+                reach = 1 if base.origin_method == "subspan" else extent
+                tiles = fold("+", fold("/", fold("-", dim, reach), step), 1)
                 self._check_item_index(item, tiles, f"dimension {position} of the tiles of {tiled}")
             return base.tile()
         return self._data_member(base.tile(), name, expr, args)
