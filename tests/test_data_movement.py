@@ -441,3 +441,28 @@ def test_only_a_tile_that_may_reach_past_the_end_is_cut_to_what_exists_on_cuda()
     x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     out = ck.compile(WHOLE_OR_TAIL_TILES, target="sim").tiles(x, y)
     np.testing.assert_array_equal(out, x.reshape(2, 32, 64))
+
+
+SWIZZLED_ROWS_OUT = """\
+__co__ auto rows_out(f16 [70, 64] x) {
+  f16 [x.span] out {0.0f};
+  parallel m by cdiv(70, 64) : block
+  parallel t by 128 : thread {
+    shared f16 [64, 64] tile;
+    rows = (64 < 70 - m * 64) ? 64 : 70 - m * 64;
+    dma.copy.swiz<128> x.view(rows, 64).from(m * 64, 0) => tile;
+    dma.copy tile.subspan(rows, 64) => out.view(rows, 64).from(m * 64, 0);
+  }
+  return out;
+}
+"""
+
+
+def test_a_runtime_subspan_of_a_swizzled_tile_is_read_in_its_layout_on_cuda() -> None:
+    """`tile.subspan(rows, 64)` of a swizzled shared tile may end before the tile does: the copy out moves
+    the rows it has, read through the swizzle (as a region, row-major, it read the wrong elements)."""
+    text = emit_program(analyze(SWIZZLED_ROWS_OUT, target="cuda"))
+    line = next(line for line in text.splitlines() if "=> out.view" not in line and "tile, min(rows" in line)
+    assert "choreo::tile(tile, min(rows, max(64, 0)), 64, 64, 128)" in line
+    x = np.arange(70 * 64, dtype=np.float16).reshape(70, 64)
+    np.testing.assert_array_equal(ck.compile(SWIZZLED_ROWS_OUT, target="sim").rows_out(x), x)
